@@ -1,0 +1,239 @@
+// Package remediate decides what to do about a TPU node and does it.
+//
+// Decide is pure: a function of the event, the observed node, the node's
+// recovery history, the clock and the config. The Handler is the only part
+// that talks to the TPU API (through the small TPU interface), the ledger
+// (Store) and the audit trail (Recorder). Nothing here may delete a node
+// unless the TPU API, read just before, says the node needs it.
+package remediate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+)
+
+// Action is what was done about an event or a swept node. The same six words
+// appear in records, replay output, metrics and docs.
+type Action string
+
+// Actions.
+const (
+	ActionRecord   Action = "record"   // nothing to do; noted
+	ActionRecreate Action = "recreate" // delete and create the node again
+	ActionReset    Action = "reset"    // reset the queued resource that owns the node
+	ActionDefer    Action = "defer"    // look again after a grace period
+	ActionSkip     Action = "skip"     // would act, but a guard says no
+	ActionReject   Action = "reject"   // malformed or foreign input
+)
+
+// Decision is Decide's answer.
+type Decision struct {
+	Action Action
+	Reason string    // for a person: why this action
+	Due    time.Time // for defer: when to look again
+}
+
+// Config is the policy. The function fills it from AUTOHEAL_* variables, the
+// CLI from flags with the same defaults (DefaultConfig).
+type Config struct {
+	LabelKey   string // opt-in label key, default "tpu-autoheal"
+	LabelValue string // opt-in label value, default "enabled"
+	DryRun     bool   // decide and record, never mutate
+
+	UnhealthyGrace time.Duration // READY but unhealthy this long → recreate
+	StuckGrace     time.Duration // in a transitional state this long → recreate
+	Cooldown       time.Duration // minimum time between two recreates of one node
+	Window         time.Duration // window for MaxRecreates
+	MaxRecreates   int           // recreates of one node within Window
+	MaxInFlight    int           // project-wide unfinished recoveries
+	Lease          time.Duration // how long a claim is held without renewal
+	EventTTL       time.Duration // how long processed event ids are remembered
+
+	// StartupScript is the script set as metadata startup-script on a
+	// recreated node ("" = keep the node's own).
+	StartupScript string
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		LabelKey:       "tpu-autoheal",
+		LabelValue:     "enabled",
+		UnhealthyGrace: 10 * time.Minute,
+		StuckGrace:     30 * time.Minute,
+		Cooldown:       30 * time.Minute,
+		Window:         24 * time.Hour,
+		MaxRecreates:   3,
+		MaxInFlight:    4,
+		Lease:          15 * time.Minute,
+		EventTTL:       7 * 24 * time.Hour,
+	}
+}
+
+// Observed is what the TPU API says about the node now.
+type Observed struct {
+	Node           *tpu.Node           // nil when the node was NOT FOUND
+	QueuedResource *tpu.QueuedResource // the queued resource owning the node, if any
+}
+
+// Phase is how far a recovery got. Each phase is saved before the step it
+// names is started, so a crash between two steps is finished by the next
+// delivery or sweep from the recorded phase.
+type Phase string
+
+// Phases of a recovery, in order.
+const (
+	PhaseClaimed  Phase = "claimed"  // claim taken, spec not saved yet
+	PhaseSaved    Phase = "saved"    // spec saved; delete not requested
+	PhaseDeleting Phase = "deleting" // delete requested (DeleteOp)
+	PhaseDeleted  Phase = "deleted"  // node gone
+	PhaseCreating Phase = "creating" // create requested (CreateOp)
+	PhaseDone     Phase = "done"     // node created again
+	PhaseFailed   Phase = "failed"   // last attempt failed; Spec kept for the next one
+)
+
+// Recovery is the ledger's record of one recovery of one node.
+type Recovery struct {
+	Node           string // full resource name
+	Project        string
+	Action         Action // recreate or reset
+	Phase          Phase
+	Spec           *tpu.Node // saved before delete; output-only fields cleared
+	QueuedResource string    // for reset
+	Generation     int       // recovery generation, also set as a label on the new node
+	Holder         string    // who holds the claim
+	LeaseUntil     time.Time // the claim is live until then
+	DeleteOp       string
+	CreateOp       string
+	Attempts       int
+	EventID        string // the event that started it ("" for a sweep)
+	Cause          events.Cause
+	StartedAt      time.Time
+	UpdatedAt      time.Time
+	LastError      string
+}
+
+// Unfinished reports whether the recovery still has steps to run.
+func (r Recovery) Unfinished() bool { return r.Phase != PhaseDone }
+
+// Deferral is a node to look at again at Due.
+type Deferral struct {
+	Node    string
+	Project string
+	Since   time.Time // first seen unhealthy or in progress
+	Due     time.Time
+	Reason  string
+}
+
+// History is what the ledger knows about a node, as Decide needs it.
+type History struct {
+	EventSeen bool        // this event id was already handled
+	Recovery  *Recovery   // the node's latest recovery, nil if none
+	Recreates []time.Time // start times of the node's recreates within the window
+	InFlight  int         // the project's unfinished recoveries of other nodes
+	Deferral  *Deferral   // pending deferral of this node, nil if none
+}
+
+// TPU is the part of the TPU API the handler uses. Errors keep the API's
+// error (a *googleapi.Error for the v2 REST client) in their chain so that
+// IsNotFound, IsAlreadyExists and IsTransient can classify them.
+type TPU interface {
+	GetNode(ctx context.Context, name string) (*tpu.Node, error)
+	ListNodes(ctx context.Context, parent, pageToken string) (nodes []*tpu.Node, next string, err error)
+	DeleteNode(ctx context.Context, name string) (operation string, err error)
+	CreateNode(ctx context.Context, parent, nodeID string, node *tpu.Node) (operation string, err error)
+	WaitOperation(ctx context.Context, operation string) error
+	GetQueuedResource(ctx context.Context, name string) (*tpu.QueuedResource, error)
+	ResetQueuedResource(ctx context.Context, name string) (operation string, err error)
+}
+
+// Errors a Store returns from Claim and Update.
+var (
+	ErrClaimed     = errors.New("recovery in flight")     // another holder's lease is live
+	ErrLeaseLost   = errors.New("claim lease lost")       // Update by a holder that no longer holds the claim
+	ErrCooldown    = errors.New("cooldown not elapsed")   // last recreate too recent
+	ErrWindowCap   = errors.New("recreate cap in window") // too many recreates in the window
+	ErrInFlightCap = errors.New("project in-flight cap")  // too many unfinished recoveries in the project
+)
+
+// ClaimRequest asks the store to start, or take over, a recovery.
+type ClaimRequest struct {
+	Node, Project string
+	Holder        string
+	Now           time.Time
+	Action        Action
+	EventID       string
+	Cause         events.Cause
+	Config        Config // Lease, Cooldown, Window, MaxRecreates, MaxInFlight
+}
+
+// Store is the ledger: dedupe, claims, spec snapshots, history, deferrals.
+// Claim is atomic: of many concurrent claims of one node exactly one succeeds
+// while a live lease is held, and it re-checks the cooldown and caps inside
+// the same transaction.
+type Store interface {
+	// MarkEvent records id as processed until expire; first is false when
+	// it had already been marked.
+	MarkEvent(ctx context.Context, id string, expire time.Time) (first bool, err error)
+	// History returns what the ledger knows about node, for event id ("" for none).
+	History(ctx context.Context, node, project, eventID string, now time.Time, window time.Duration) (History, error)
+	// Claim starts a recovery of the node (Phase claimed, Generation one more
+	// than the last) or takes over an unfinished one whose lease expired
+	// (phase, spec and ops kept; Attempts+1). Errors: ErrClaimed or a guard error.
+	Claim(ctx context.Context, req ClaimRequest) (Recovery, error)
+	// Update saves the recovery's progress and renews the lease; ErrLeaseLost
+	// when rec.Holder no longer holds it.
+	Update(ctx context.Context, rec Recovery) error
+	// Unfinished lists recoveries not in PhaseDone (failed ones included).
+	Unfinished(ctx context.Context) ([]Recovery, error)
+	// SetDeferral records or replaces the node's deferral; ClearDeferral removes it.
+	SetDeferral(ctx context.Context, d Deferral) error
+	ClearDeferral(ctx context.Context, node string) error
+	// DueDeferrals lists deferrals due at or before now.
+	DueDeferrals(ctx context.Context, now time.Time) ([]Deferral, error)
+	// SweepCursor returns where the last sweep stopped ("" = start over);
+	// SetSweepCursor saves it, so a sweep cut short by its time budget
+	// resumes there.
+	SweepCursor(ctx context.Context) (string, error)
+	SetSweepCursor(ctx context.Context, cursor string) error
+}
+
+// Step is one timed step of carrying out a decision.
+type Step struct {
+	Name      string // get, save-spec, delete, wait-delete, create, wait-create, reset
+	Operation string
+	Start     time.Time
+	Duration  time.Duration
+	Err       string
+}
+
+// Record is the audit record of one decision: one per event or swept node.
+type Record struct {
+	Time       time.Time
+	InsertID   string
+	EventTime  time.Time
+	Node       string // full resource name, "" when unknown
+	Zone       string
+	Worker     string
+	Method     string
+	Cause      events.Cause
+	Action     Action
+	Reason     string
+	DryRun     bool
+	Phase      Phase
+	Generation int
+	Spec       *tpu.Node // on recreate: the spec the node was created with
+	Steps      []Step
+	Warnings   []string
+	Err        string // a failure carrying it out
+}
+
+// Recorder writes records (Cloud Logging, stdout, or a test's slice).
+type Recorder interface {
+	Record(ctx context.Context, r Record) error
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs every test tpu-autoheal has: formatting and vet, unit tests, the
+# emulator suites (Firestore and Pub/Sub emulators started by the Go test
+# harness in their own process groups), a fixed-time fuzz run of the parser,
+# shellcheck and the bats tests of the startup script.
+# Usage: scripts/test.sh            (from anywhere inside the repository)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+log() { printf '%s test.sh: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
+
+# Debian packages the shell tests need; installed when missing (root only).
+need_pkgs=()
+command -v shellcheck >/dev/null 2>&1 || need_pkgs+=(shellcheck)
+command -v bats >/dev/null 2>&1 || need_pkgs+=(bats)
+if ((${#need_pkgs[@]} > 0)); then
+	if [[ $(id -u) -ne 0 ]]; then
+		log "missing ${need_pkgs[*]}: install them (apt-get install ${need_pkgs[*]}) and rerun"
+		exit 1
+	fi
+	log "installing ${need_pkgs[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+log "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+if [[ -n "$unformatted" ]]; then
+	log "gofmt would change:"
+	printf '%s\n' "$unformatted" >&2
+	exit 1
+fi
+
+log "go vet"
+go vet ./...
+go vet -tags emulator ./...
+
+log "unit tests"
+go test -count=1 ./...
+
+log "emulator suites (Firestore, Pub/Sub emulators; end to end)"
+go test -count=1 -tags emulator -timeout 30m ./...
+
+log "fuzz the log entry parser"
+go test -run '^$' -fuzz '^FuzzParse$' -fuzztime "${FUZZTIME:-30s}" ./internal/events
+
+log "shellcheck"
+shellcheck scripts/*.sh .ci/run startup/*.sh startup/test/*.bash
+
+log "bats"
+bats startup/test
+
+log "all tests passed"
