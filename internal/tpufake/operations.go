@@ -1,0 +1,185 @@
+package tpufake
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/api/googleapi"
+	tpu "google.golang.org/api/tpu/v2"
+)
+
+// operation is a long-running operation: create, delete or reset of target.
+type operation struct {
+	op        *tpu.Operation
+	rpc       string // nodes.create, nodes.delete, queuedResources.reset
+	target    string
+	verb      string
+	started   time.Time
+	polls     int
+	finishing bool   // a poller is completing it (waiting on a rule's Delay)
+	prevState string // nodes.delete: the node's state before DELETING
+}
+
+// newOperation registers an operation on target, in target's location.
+// Called with s.mu held.
+func (s *Server) newOperation(rpc, verb, target string) *operation {
+	s.opSeq++
+	project, location := splitLocation(target)
+	op := &operation{
+		rpc:     rpc,
+		target:  target,
+		verb:    verb,
+		started: s.now(),
+		op: &tpu.Operation{
+			Name: fmt.Sprintf("projects/%s/locations/%s/operations/operation-%d", project, location, s.opSeq),
+		},
+	}
+	op.op.Metadata = s.metadata(op, time.Time{})
+	s.ops[op.op.Name] = op
+	return op
+}
+
+// launch returns the operation as the starting call answers it; with
+// WithOperationPolls(n <= 0) it is already done. Called with s.mu held.
+func (s *Server) launch(op *operation) *tpu.Operation {
+	if s.polls <= 0 {
+		s.finish(op, s.match("operation:"+op.rpc, op.target))
+	}
+	return clone(op.op)
+}
+
+func (s *Server) metadata(op *operation, end time.Time) googleapi.RawMessage {
+	md := map[string]any{
+		"@type":      "type.googleapis.com/google.cloud.tpu.v2.OperationMetadata",
+		"createTime": op.started.UTC().Format(time.RFC3339Nano),
+		"target":     op.target,
+		"verb":       op.verb,
+		"apiVersion": "v2",
+	}
+	if !end.IsZero() {
+		md["endTime"] = end.UTC().Format(time.RFC3339Nano)
+	}
+	return typed(md, "")
+}
+
+// getOperation answers operations.get; the poll that reaches the configured
+// count completes the operation.
+func (s *Server) getOperation(ctx context.Context, name string) (*tpu.Operation, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	op, ok := s.ops[name]
+	if !ok {
+		return nil, notFound(name)
+	}
+	if op.op.Done || op.finishing {
+		return clone(op.op), nil
+	}
+	op.polls++
+	if op.polls < s.polls {
+		return clone(op.op), nil
+	}
+	fail := s.match("operation:"+op.rpc, op.target)
+	if fail != nil && fail.Delay > 0 {
+		op.finishing = true
+		s.mu.Unlock()
+		waited := s.wait(ctx, fail.Delay)
+		s.mu.Lock()
+		op.finishing = false
+		if !waited {
+			return nil, errorf("CANCELLED", "request cancelled during injected delay")
+		}
+	}
+	s.finish(op, fail)
+	return clone(op.op), nil
+}
+
+// finish completes op, failing it when fail says so. Called with s.mu held.
+func (s *Server) finish(op *operation, fail *FailRule) {
+	var status *tpu.Status
+	if fail != nil {
+		if e := fail.err("operation:"+op.rpc, op.target); e != nil {
+			msg := e.Message
+			if fail.Message == "" && e.Status == "RESOURCE_EXHAUSTED" && op.rpc == "nodes.create" {
+				_, zone := splitLocation(op.target)
+				msg = fmt.Sprintf("There is no more capacity in the zone %q; you can try in another zone where Cloud TPU Nodes are offered (see https://cloud.google.com/tpu/docs/regions)", zone)
+			}
+			status = &tpu.Status{Code: int64(rpcCodes[e.Status]), Message: msg}
+			if _, known := rpcCodes[e.Status]; !known {
+				status.Code = int64(rpcCodes["UNKNOWN"])
+			}
+		}
+	}
+
+	switch op.rpc {
+	case "nodes.create":
+		if status != nil {
+			if n, ok := s.nodes[op.target]; ok && n.State == "CREATING" {
+				delete(s.nodes, op.target)
+			}
+			break
+		}
+		n, ok := s.nodes[op.target]
+		if !ok || n.State != "CREATING" {
+			status = &tpu.Status{Code: int64(rpcCodes["ABORTED"]), Message: fmt.Sprintf("node '%s' changed while it was being created", op.target)}
+			break
+		}
+		op.op.Response = typed(s.readyNode(op.target), "google.cloud.tpu.v2.Node")
+	case "nodes.delete":
+		if status != nil {
+			if n, ok := s.nodes[op.target]; ok && n.State == "DELETING" {
+				n.State = op.prevState
+			}
+			break
+		}
+		delete(s.nodes, op.target)
+		op.op.Response = typed(map[string]any{}, "google.protobuf.Empty")
+	case "queuedResources.reset":
+		q, ok := s.qrs[op.target]
+		if !ok {
+			status = &tpu.Status{Code: int64(rpcCodes["ABORTED"]), Message: fmt.Sprintf("queued resource '%s' was deleted while it was being reset", op.target)}
+			break
+		}
+		for name, n := range s.nodes {
+			if n.QueuedResource == op.target {
+				delete(s.nodes, name)
+			}
+		}
+		if status != nil {
+			q.State = &tpu.QueuedResourceState{State: "FAILED", StateInitiator: "SERVICE", FailedData: &tpu.FailedData{Error: status}}
+			break
+		}
+		for _, sn := range specNodes(q) {
+			s.startNode(sn.name, sn.node, op.target)
+			s.readyNode(sn.name)
+		}
+		q.State = &tpu.QueuedResourceState{State: "ACTIVE", StateInitiator: "USER", ActiveData: &tpu.ActiveData{}}
+		op.op.Response = typed(q, "google.cloud.tpu.v2.QueuedResource")
+	}
+	op.op.Done = true
+	op.op.Error = status
+	if status != nil {
+		op.op.Response = nil
+	}
+	op.op.Metadata = s.metadata(op, s.now())
+}
+
+// typed is v's JSON object with an "@type" (google.protobuf.Any) added.
+func typed(v any, typeName string) googleapi.RawMessage {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("tpufake: encode %T: %v", v, err))
+	}
+	if typeName == "" {
+		return data
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		panic(fmt.Sprintf("tpufake: encode %T: %v", v, err))
+	}
+	m["@type"], _ = json.Marshal("type.googleapis.com/" + strings.TrimPrefix(typeName, "type.googleapis.com/"))
+	data, _ = json.Marshal(m)
+	return data
+}

@@ -1,0 +1,659 @@
+// Package tpufake is a simulated Cloud TPU v2 control plane for tests and
+// `autoheal replay --fleet`: an httptest server speaking the TPU v2 REST
+// protocol, so the real google.golang.org/api/tpu/v2 client talks to it
+// unchanged. It keeps a fleet of nodes and queued resources in memory, runs
+// create, delete and reset as long-running operations that complete after a
+// set number of operations.get polls, injects failures (FailRule), and logs
+// every request.
+//
+// It implements only what tpu-autoheal calls: nodes get/list/create/delete,
+// operations get, queuedResources get and reset. Anything else is answered
+// UNIMPLEMENTED. It must never reach the network beyond its own loopback
+// listener, and nothing outside tests and replay may depend on it.
+package tpufake
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/api/option"
+	tpu "google.golang.org/api/tpu/v2"
+)
+
+// DefaultPageSize is the page size of nodes.list when the request sets none.
+const DefaultPageSize = 50
+
+// maxPageSize caps a requested page size, as the real API does.
+const maxPageSize = 1000
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithOperationPolls makes a long-running operation done on its n-th
+// operations.get (default 1: done on the first poll). n <= 0 makes
+// operations done as soon as they are started.
+func WithOperationPolls(n int) Option { return func(s *Server) { s.polls = n } }
+
+// WithClock sets the clock used for createTime fields, operation metadata and
+// the request log (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithPageSize sets the nodes.list page size used when a request sets none
+// (default DefaultPageSize). Small values make callers exercise paging.
+func WithPageSize(n int) Option { return func(s *Server) { s.pageSize = n } }
+
+// FailRule makes matching requests fail (or be slow).
+type FailRule struct {
+	// RPC is "nodes.get", "nodes.list", "nodes.create", "nodes.delete",
+	// "operations.get", "queuedResources.get", "queuedResources.reset", or
+	// "operation:nodes.create", "operation:nodes.delete",
+	// "operation:queuedResources.reset" to make the long-running
+	// operation's result fail instead of the request.
+	RPC string
+	// Name is the resource the request is about ("" = any): the node for
+	// nodes.get/create/delete and their operations (the new node's full name
+	// for create), the parent for nodes.list, the operation for
+	// operations.get, the queued resource for queuedResources.*.
+	Name string
+	// Code is the HTTP status (503, 429, 404, 409, ...); Status the
+	// google.rpc code name ("UNAVAILABLE", "RESOURCE_EXHAUSTED", ...).
+	// Either may be left out and is derived from the other. A rule with
+	// neither and a Delay only slows requests down.
+	Code   int
+	Status string
+	// Message is the error message ("" = a default naming the rule).
+	Message string
+	// Times is how many matching requests the rule applies to (0 = all).
+	Times int
+	// Delay is waited before answering (or before the operation completes).
+	Delay time.Duration
+}
+
+// Request is one logged request.
+type Request struct {
+	RPC    string // as in FailRule.RPC; "unknown" for paths the fake does not serve
+	Name   string // as in FailRule.Name
+	Method string
+	Path   string
+	Body   []byte
+	Time   time.Time
+}
+
+// Server is the simulated control plane. It is safe for concurrent use.
+type Server struct {
+	srv      *httptest.Server
+	closing  chan struct{}
+	polls    int
+	pageSize int
+	now      func() time.Time
+
+	mu       sync.Mutex
+	nodes    map[string]*tpu.Node
+	qrs      map[string]*tpu.QueuedResource
+	order    map[string]int // first-seen sequence of every name, kept across delete+create
+	seq      int
+	ops      map[string]*operation
+	opSeq    int
+	idSeq    int64
+	rules    []*rule
+	requests []Request
+}
+
+type rule struct {
+	FailRule
+	used int
+}
+
+// New starts a server seeded with f (deep-copied). It panics when f is
+// invalid (ReadFleet returns the same checks as errors). Close stops it.
+func New(f Fleet, opts ...Option) *Server {
+	if err := f.validate(); err != nil {
+		panic("tpufake.New: " + err.Error())
+	}
+	s := &Server{
+		closing:  make(chan struct{}),
+		polls:    1,
+		pageSize: DefaultPageSize,
+		now:      time.Now,
+		nodes:    map[string]*tpu.Node{},
+		qrs:      map[string]*tpu.QueuedResource{},
+		order:    map[string]int{},
+		ops:      map[string]*operation{},
+		idSeq:    7000000000000000000,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	for _, n := range f.Nodes {
+		s.putNode(clone(n))
+	}
+	for _, q := range f.QueuedResources {
+		q = clone(q)
+		s.qrs[q.Name] = q
+		s.remember(q.Name)
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// Close stops the server; requests waiting on a Delay are cut short.
+func (s *Server) Close() {
+	close(s.closing)
+	s.srv.Close()
+}
+
+// URL is the server's base URL, for option.WithEndpoint.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Service returns a real TPU v2 client talking to the server.
+func (s *Server) Service(ctx context.Context) (*tpu.Service, error) {
+	svc, err := tpu.NewService(ctx,
+		option.WithEndpoint(s.URL()+"/"),
+		option.WithoutAuthentication(),
+		option.WithHTTPClient(s.srv.Client()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("tpufake: new service: %w", err)
+	}
+	return svc, nil
+}
+
+// Fleet returns a deep copy of the current state, nodes and queued resources
+// in the order they were first seen.
+func (s *Server) Fleet() Fleet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := Fleet{Nodes: []*tpu.Node{}}
+	for _, name := range sortedKeys(s.order, s.nodes) {
+		f.Nodes = append(f.Nodes, clone(s.nodes[name]))
+	}
+	for _, name := range sortedKeys(s.order, s.qrs) {
+		f.QueuedResources = append(f.QueuedResources, clone(s.qrs[name]))
+	}
+	return f
+}
+
+// Fail adds a failure rule. Rules are tried in the order added; the first
+// that matches a request applies.
+func (s *Server) Fail(r FailRule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules = append(s.rules, &rule{FailRule: r})
+}
+
+// Requests returns the request log, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.requests))
+	copy(out, s.requests)
+	return out
+}
+
+// Count reports how many requests of rpc on name were received ("" = any
+// name), failed ones included.
+func (s *Server) Count(rpc, name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if r.RPC == rpc && (name == "" || r.Name == name) {
+			n++
+		}
+	}
+	return n
+}
+
+// SetNode puts a copy of n into the fleet, replacing any node of that name.
+// It panics on a node without a full resource name.
+func (s *Server) SetNode(n *tpu.Node) {
+	if n == nil || !nodeNameRE.MatchString(n.Name) {
+		panic(fmt.Sprintf("tpufake.SetNode: want a node with a full resource name, got %+v", n))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.putNode(clone(n))
+}
+
+// DeleteNodeNow removes the node at once, without an operation.
+func (s *Server) DeleteNodeNow(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.nodes, name)
+}
+
+func (s *Server) putNode(n *tpu.Node) {
+	s.nodes[n.Name] = n
+	s.remember(n.Name)
+}
+
+func (s *Server) remember(name string) {
+	if _, ok := s.order[name]; !ok {
+		s.seq++
+		s.order[name] = s.seq
+	}
+}
+
+// sortedKeys returns m's keys in first-seen order.
+func sortedKeys[V any](order map[string]int, m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int { return order[a] - order[b] })
+	return names
+}
+
+// route is what a request is about.
+type route struct {
+	rpc    string
+	name   string // the resource (see FailRule.Name)
+	parent string // nodes.list and nodes.create
+}
+
+// parseRoute maps a request to its RPC, per the paths in tpu-gen.go:
+// v2/{+parent}/nodes, v2/{+name} (node or operation or queued resource) and
+// v2/{+name}:reset.
+func parseRoute(r *http.Request) route {
+	path := strings.TrimPrefix(r.URL.Path, "/v2/")
+	if path == r.URL.Path {
+		return route{rpc: "unknown"}
+	}
+	parts := strings.Split(path, "/")
+	if len(parts) < 5 || parts[0] != "projects" || parts[2] != "locations" {
+		return route{rpc: "unknown"}
+	}
+	loc := strings.Join(parts[:4], "/")
+	switch {
+	case len(parts) == 5 && parts[4] == "nodes":
+		switch r.Method {
+		case http.MethodGet:
+			return route{rpc: "nodes.list", name: loc, parent: loc}
+		case http.MethodPost:
+			id := r.URL.Query().Get("nodeId")
+			return route{rpc: "nodes.create", name: loc + "/nodes/" + id, parent: loc}
+		}
+	case len(parts) == 6 && parts[4] == "nodes" && !strings.Contains(parts[5], ":"):
+		switch r.Method {
+		case http.MethodGet:
+			return route{rpc: "nodes.get", name: path}
+		case http.MethodDelete:
+			return route{rpc: "nodes.delete", name: path}
+		}
+	case len(parts) == 6 && parts[4] == "operations" && r.Method == http.MethodGet:
+		return route{rpc: "operations.get", name: path}
+	case len(parts) == 6 && parts[4] == "queuedResources":
+		if r.Method == http.MethodGet && !strings.Contains(parts[5], ":") {
+			return route{rpc: "queuedResources.get", name: path}
+		}
+		if r.Method == http.MethodPost && strings.HasSuffix(parts[5], ":reset") {
+			return route{rpc: "queuedResources.reset", name: strings.TrimSuffix(path, ":reset")}
+		}
+	}
+	return route{rpc: "unknown", name: path}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, errorf("INVALID_ARGUMENT", "read body: %v", err))
+		return
+	}
+	rt := parseRoute(r)
+
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{
+		RPC: rt.rpc, Name: rt.name, Method: r.Method, Path: r.URL.Path, Body: body, Time: s.now(),
+	})
+	fail := s.match(rt.rpc, rt.name)
+	s.mu.Unlock()
+
+	if fail != nil {
+		if !s.wait(r.Context(), fail.Delay) {
+			writeError(w, errorf("CANCELLED", "request cancelled during injected delay"))
+			return
+		}
+		if e := fail.err(rt.rpc, rt.name); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
+
+	var resp any
+	var e *apiError
+	switch rt.rpc {
+	case "nodes.get":
+		resp, e = s.getNode(rt.name)
+	case "nodes.list":
+		resp, e = s.listNodes(rt.parent, r.URL.Query().Get("pageSize"), r.URL.Query().Get("pageToken"))
+	case "nodes.create":
+		resp, e = s.createNode(rt.parent, r.URL.Query().Get("nodeId"), body)
+	case "nodes.delete":
+		resp, e = s.deleteNode(rt.name)
+	case "operations.get":
+		resp, e = s.getOperation(r.Context(), rt.name)
+	case "queuedResources.get":
+		resp, e = s.getQueuedResource(rt.name)
+	case "queuedResources.reset":
+		resp, e = s.resetQueuedResource(rt.name)
+	default:
+		e = errorf("UNIMPLEMENTED", "tpufake does not implement %s %s", r.Method, r.URL.Path)
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	if err := json.NewEncoder(w).Encode(resp); err != nil {
+		// The client went away; nothing else to tell it.
+		return
+	}
+}
+
+// match returns the first rule matching rpc and name, counting its use, or
+// nil. Called with s.mu held.
+func (s *Server) match(rpc, name string) *FailRule {
+	for i, r := range s.rules {
+		if r.RPC != rpc || (r.Name != "" && r.Name != name) {
+			continue
+		}
+		r.used++
+		if r.Times > 0 && r.used >= r.Times {
+			s.rules = slices.Delete(s.rules, i, i+1)
+		}
+		f := r.FailRule
+		return &f
+	}
+	return nil
+}
+
+// err is the error the rule answers with, nil for a delay-only rule.
+func (f *FailRule) err(rpc, name string) *apiError {
+	if f.Code == 0 && f.Status == "" {
+		return nil
+	}
+	code, status := normalize(f.Code, f.Status)
+	msg := f.Message
+	if msg == "" {
+		msg = fmt.Sprintf("tpufake: injected %s on %s %s", status, rpc, name)
+	}
+	return &apiError{Code: code, Status: status, Message: msg}
+}
+
+// wait sleeps d unless ctx ends or the server closes first.
+func (s *Server) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}
+
+func (s *Server) getNode(name string) (*tpu.Node, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[name]
+	if !ok {
+		return nil, notFound(name)
+	}
+	return clone(n), nil
+}
+
+func (s *Server) listNodes(parent, pageSize, pageToken string) (*tpu.ListNodesResponse, *apiError) {
+	size := s.pageSize
+	if pageSize != "" {
+		n, err := strconv.Atoi(pageSize)
+		if err != nil || n < 0 {
+			return nil, errorf("INVALID_ARGUMENT", "invalid page size %q", pageSize)
+		}
+		if n > 0 {
+			size = n
+		}
+	}
+	size = min(max(size, 1), maxPageSize)
+	after := 0
+	if pageToken != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(pageToken)
+		n, err2 := strconv.Atoi(strings.TrimPrefix(string(raw), "after:"))
+		if err != nil || err2 != nil || !strings.HasPrefix(string(raw), "after:") {
+			return nil, errorf("INVALID_ARGUMENT", "invalid page token %q", pageToken)
+		}
+		after = n
+	}
+	project, location := splitLocation(parent)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := &tpu.ListNodesResponse{}
+	for _, name := range sortedKeys(s.order, s.nodes) {
+		if s.order[name] <= after {
+			continue
+		}
+		p, l := splitLocation(name)
+		if p != project || (location != "-" && l != location) {
+			continue
+		}
+		if len(resp.Nodes) == size {
+			last := resp.Nodes[len(resp.Nodes)-1].Name
+			resp.NextPageToken = base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "after:%d", s.order[last]))
+			break
+		}
+		resp.Nodes = append(resp.Nodes, clone(s.nodes[name]))
+	}
+	return resp, nil
+}
+
+// splitLocation returns P and Z of projects/P/locations/Z[/...].
+func splitLocation(name string) (project, location string) {
+	parts := strings.SplitN(name, "/", 5)
+	if len(parts) < 4 {
+		return "", ""
+	}
+	return parts[1], parts[3]
+}
+
+func (s *Server) createNode(parent, nodeID string, body []byte) (*tpu.Operation, *apiError) {
+	if nodeID == "" {
+		return nil, errorf("INVALID_ARGUMENT", "nodeId is required")
+	}
+	if !resourceIDRE.MatchString(nodeID) {
+		return nil, errorf("INVALID_ARGUMENT", "invalid nodeId %q: must be 1-63 lower-case letters, digits and hyphens, starting with a letter", nodeID)
+	}
+	if _, loc := splitLocation(parent); loc == "-" || loc == "" {
+		return nil, errorf("INVALID_ARGUMENT", "invalid parent %q: want projects/P/locations/ZONE", parent)
+	}
+	var n *tpu.Node
+	if err := json.Unmarshal(body, &n); err != nil || n == nil {
+		return nil, errorf("INVALID_ARGUMENT", "invalid node: %v", err)
+	}
+	if n.AcceleratorType == "" && n.AcceleratorConfig == nil {
+		return nil, errorf("INVALID_ARGUMENT", "node.acceleratorType or node.acceleratorConfig is required")
+	}
+	if n.RuntimeVersion == "" {
+		return nil, errorf("INVALID_ARGUMENT", "node.runtimeVersion is required")
+	}
+	name := parent + "/nodes/" + nodeID
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.nodes[name]; ok {
+		return nil, errorf("ALREADY_EXISTS", "Resource '%s' already exists", name)
+	}
+	s.startNode(name, n, "")
+	return s.launch(s.newOperation("nodes.create", "create", name)), nil
+}
+
+// startNode puts n under name in state CREATING with fresh output-only
+// fields. Called with s.mu held.
+func (s *Server) startNode(name string, n *tpu.Node, queuedResource string) {
+	n = clone(n)
+	n.Name = name
+	n.State = "CREATING"
+	n.Health = ""
+	n.HealthDescription = ""
+	n.Symptoms = nil
+	n.NetworkEndpoints = nil
+	n.UpcomingMaintenance = nil
+	n.CreateTime = s.now().UTC().Format(time.RFC3339Nano)
+	n.ApiVersion = "V2"
+	n.QueuedResource = queuedResource
+	s.idSeq++
+	n.Id = s.idSeq
+	s.putNode(n)
+}
+
+// readyNode finishes a create: READY, HEALTHY, with network endpoints, one
+// per worker. Called with s.mu held.
+func (s *Server) readyNode(name string) *tpu.Node {
+	n, ok := s.nodes[name]
+	if !ok {
+		return nil
+	}
+	n.State = "READY"
+	n.Health = "HEALTHY"
+	n.NetworkEndpoints = nil
+	for w := range workers(n) {
+		n.NetworkEndpoints = append(n.NetworkEndpoints, &tpu.NetworkEndpoint{
+			IpAddress: fmt.Sprintf("10.%d.%d.%d", 128+(n.Id%64), (n.Id/64)%256, w+2),
+			Port:      8470,
+		})
+	}
+	return n
+}
+
+// workers approximates a node's host count from its accelerator type:
+// "vN-C" has C TensorCores (v2-v4, v5p) or chips (v5litepod, v6e), eight of
+// which share a host.
+func workers(n *tpu.Node) int {
+	t := n.AcceleratorType
+	if n.AcceleratorConfig != nil && t == "" {
+		return 1
+	}
+	i := strings.LastIndexByte(t, '-')
+	c, err := strconv.Atoi(t[i+1:])
+	if i < 0 || err != nil || c <= 8 {
+		return 1
+	}
+	return min(c/8, 250)
+}
+
+func (s *Server) deleteNode(name string) (*tpu.Operation, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[name]
+	if !ok {
+		return nil, notFound(name)
+	}
+	op := s.newOperation("nodes.delete", "delete", name)
+	op.prevState = n.State
+	n.State = "DELETING"
+	return s.launch(op), nil
+}
+
+func (s *Server) getQueuedResource(name string) (*tpu.QueuedResource, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.qrs[name]
+	if !ok {
+		return nil, notFound(name)
+	}
+	return clone(q), nil
+}
+
+// resettable are the queued resource states reset is accepted in.
+var resettable = map[string]bool{"ACTIVE": true, "SUSPENDING": true, "SUSPENDED": true, "FAILED": true}
+
+func (s *Server) resetQueuedResource(name string) (*tpu.Operation, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.qrs[name]
+	if !ok {
+		return nil, notFound(name)
+	}
+	state := qrState(q)
+	if !resettable[state] {
+		return nil, errorf("FAILED_PRECONDITION", "queued resource '%s' is %s; only ACTIVE, SUSPENDING, SUSPENDED or FAILED queued resources can be reset", name, state)
+	}
+	for _, n := range s.nodes {
+		if n.QueuedResource == name {
+			n.State = "DELETING"
+		}
+	}
+	q.State = &tpu.QueuedResourceState{State: "WAITING_FOR_RESOURCES", StateInitiator: "USER"}
+	return s.launch(s.newOperation("queuedResources.reset", "reset", name)), nil
+}
+
+func qrState(q *tpu.QueuedResource) string {
+	if q.State == nil || q.State.State == "" {
+		return "STATE_UNSPECIFIED"
+	}
+	return q.State.State
+}
+
+// specNode is a node a queued resource's spec asks for.
+type specNode struct {
+	name string
+	node *tpu.Node
+}
+
+// specNodes lists the nodes a queued resource's spec asks for, in spec
+// order; a multislice spec asks for NodeCount nodes named prefix-0, prefix-1...
+func specNodes(q *tpu.QueuedResource) []specNode {
+	var out []specNode
+	if q.Tpu == nil {
+		return out
+	}
+	for _, spec := range q.Tpu.NodeSpec {
+		if spec == nil || spec.Node == nil {
+			continue
+		}
+		if m := spec.MultisliceParams; m != nil {
+			prefix := m.NodeIdPrefix
+			if prefix == "" {
+				prefix = spec.NodeId
+			}
+			for i := range m.NodeCount {
+				n := clone(spec.Node)
+				n.MultisliceNode = true
+				out = append(out, specNode{fmt.Sprintf("%s/nodes/%s-%d", spec.Parent, prefix, i), n})
+			}
+			continue
+		}
+		out = append(out, specNode{spec.Parent + "/nodes/" + spec.NodeId, clone(spec.Node)})
+	}
+	return out
+}
+
+// clone deep-copies a resource through its JSON form, as a client would see it.
+func clone[T any](v *T) *T {
+	if v == nil {
+		return nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("tpufake: clone %T: %v", v, err))
+	}
+	out := new(T)
+	if err := json.Unmarshal(data, out); err != nil {
+		panic(fmt.Sprintf("tpufake: clone %T: %v", v, err))
+	}
+	return out
+}
