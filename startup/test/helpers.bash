@@ -1,0 +1,139 @@
+# shellcheck shell=bash
+# Test harness for resume-training.sh: a fake metadata server on a free
+# loopback port, fake gcloud/gsutil over a local bucket tree, a fake training
+# command and a fake logger on PATH, and a private lock file and TPU device.
+# Everything lives in BATS_TEST_TMPDIR; teardown_fakes stops what setup_fakes
+# started, by process id.
+
+STARTUP_DIR=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+SCRIPT=$STARTUP_DIR/resume-training.sh
+MD_PID=""
+BG_PID=""
+
+setup_fakes() {
+	export FAKE_STATE=$BATS_TEST_TMPDIR/state
+	export FAKE_GCS_ROOT=$BATS_TEST_TMPDIR/gcs
+	MD_ROOT=$BATS_TEST_TMPDIR/md
+	MD_ATTR=$MD_ROOT/computeMetadata/v1/instance/attributes
+	local bin=$BATS_TEST_TMPDIR/bin
+	mkdir -p "$FAKE_STATE" "$FAKE_GCS_ROOT" "$MD_ATTR" "$bin" "$BATS_TEST_TMPDIR/dev"
+
+	ln -s "$BATS_TEST_DIRNAME/fake-gcs.bash" "$bin/gcloud"
+	ln -s "$BATS_TEST_DIRNAME/fake-gcs.bash" "$bin/gsutil"
+	ln -s "$BATS_TEST_DIRNAME/fake-train.bash" "$bin/fake-train"
+	cat >"$bin/logger" <<-'STUB'
+		#!/usr/bin/env bash
+		printf '%s\n' "$*" >>"$FAKE_STATE/logger.log"
+	STUB
+	chmod +x "$bin/logger"
+	export PATH=$bin:$PATH
+
+	python3 "$BATS_TEST_DIRNAME/fake_metadata.py" "$MD_ROOT" "$BATS_TEST_TMPDIR/md.port" 3>&- &
+	MD_PID=$!
+	local _
+	for _ in $(seq 100); do
+		if [[ -s $BATS_TEST_TMPDIR/md.port ]]; then
+			break
+		fi
+		sleep 0.1
+	done
+	[[ -s $BATS_TEST_TMPDIR/md.port ]] || {
+		echo "fake metadata server did not start" >&2
+		return 1
+	}
+	AUTOHEAL_METADATA_URL="http://127.0.0.1:$(<"$BATS_TEST_TMPDIR/md.port")/computeMetadata/v1"
+	export AUTOHEAL_METADATA_URL
+	export AUTOHEAL_METADATA_RETRIES=3
+	export AUTOHEAL_METADATA_RETRY_SECONDS=0
+	export AUTOHEAL_LOCK_FILE=$BATS_TEST_TMPDIR/run/lock/resume-training.lock
+	export AUTOHEAL_TPU_DEVICES="$BATS_TEST_TMPDIR/dev/accel*"
+	touch "$BATS_TEST_TMPDIR/dev/accel0"
+
+	md_set agent-worker-number 3
+	md_set autoheal-backoff-seconds 0
+	md_set autoheal-backoff-max-seconds 0
+	md_set autoheal-ready-timeout-seconds 5
+}
+
+teardown_fakes() {
+	if [[ -n $BG_PID ]]; then
+		touch "$FAKE_STATE/train-release"
+		kill "$BG_PID" 2>/dev/null || true
+		wait "$BG_PID" 2>/dev/null || true
+	fi
+	if [[ -n $MD_PID ]]; then
+		kill "$MD_PID" 2>/dev/null || true
+		wait "$MD_PID" 2>/dev/null || true
+	fi
+}
+
+# md_set KEY VALUE: sets instance attribute KEY.
+md_set() {
+	printf '%s' "$2" >"$MD_ATTR/$1"
+}
+
+md_unset() {
+	rm -f -- "$MD_ATTR/$1"
+}
+
+# checkpoint gs://BUCKET/PATH[/FILE]...: creates checkpoint directories (URLs
+# ending in /) or objects in the fake bucket.
+checkpoint() {
+	local url rest
+	for url in "$@"; do
+		rest=${url#gs://}
+		if [[ $url == */ ]]; then
+			mkdir -p -- "$FAKE_GCS_ROOT/$rest"
+		else
+			mkdir -p -- "$(dirname -- "$FAKE_GCS_ROOT/$rest")"
+			: >"$FAKE_GCS_ROOT/$rest"
+		fi
+	done
+}
+
+# exit_codes CODE...: the statuses of the next training runs, in order.
+exit_codes() {
+	printf '%s\n' "$@" >"$FAKE_STATE/exit-codes"
+}
+
+run_script() {
+	run timeout 60 "$SCRIPT"
+}
+
+# start_background: runs the script in the background (output in
+# FAKE_STATE/background.out) and waits until its training command started.
+start_background() {
+	"$SCRIPT" >"$FAKE_STATE/background.out" 2>&1 3>&- &
+	BG_PID=$!
+	wait_for_file "$FAKE_STATE/train-started"
+}
+
+wait_for_file() {
+	local _
+	for _ in $(seq 300); do
+		if [[ -e $1 ]]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "timed out waiting for $1" >&2
+	return 1
+}
+
+# train_runs: prints FAKE_STATE/train.log, one line per training run.
+train_runs() {
+	cat "$FAKE_STATE/train.log" 2>/dev/null || true
+}
+
+# use_instant_sleep: replaces sleep with a stub that records its argument in
+# FAKE_STATE/sleeps and returns at once, to check backoff delays exactly.
+use_instant_sleep() {
+	local bin=$BATS_TEST_TMPDIR/instant
+	mkdir -p "$bin"
+	cat >"$bin/sleep" <<-'STUB'
+		#!/usr/bin/env bash
+		printf '%s\n' "$1" >>"$FAKE_STATE/sleeps"
+	STUB
+	chmod +x "$bin/sleep"
+	export PATH=$bin:$PATH
+}
