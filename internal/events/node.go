@@ -1,0 +1,135 @@
+package events
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Fields a node can be named by.
+const (
+	fieldResourceName = "protoPayload.resourceName"
+	labelsPrefix      = "resource.labels."
+)
+
+// located is a node, its worker and where the project came from, for errors.
+type located struct {
+	NodeRef
+	worker       string
+	projectField string
+}
+
+// nodeOf finds the node an entry is about. Two sources can name it:
+// protoPayload.resourceName (projects/P/locations/Z/nodes/N, or .../zones/Z/...,
+// optionally followed by /workers/W and optionally prefixed by
+// //tpu.googleapis.com/) and resource.labels (project_id, zone or location,
+// node_id, worker_id). Each part named by both must be the same in both:
+// an entry that contradicts itself is forged or confused, and acting on
+// either reading could recreate the wrong node.
+func nodeOf(resourceName string, labels map[string]string) (located, string, error) {
+	var fromName, fromLabels [4]string // project, zone, node, worker
+	if resourceName != "" {
+		var err error
+		if fromName, err = parseResourceName(resourceName); err != nil {
+			return located{}, "", err
+		}
+	}
+	labelNames := [4]string{"project_id", "zone", "node_id", "worker_id"}
+	for i, k := range labelNames {
+		v := labels[k]
+		if v == "" {
+			continue
+		}
+		if !validID(v) {
+			return located{}, "", reject(CodeInvalidNode, labelsPrefix+k, "%q is not a valid resource id", v)
+		}
+		fromLabels[i] = v
+	}
+	if loc := labels["location"]; loc != "" {
+		if !validID(loc) {
+			return located{}, "", reject(CodeInvalidNode, labelsPrefix+"location", "%q is not a valid resource id", loc)
+		}
+		if fromLabels[1] != "" && fromLabels[1] != loc {
+			return located{}, "", reject(CodeNodeMismatch, labelsPrefix+"location", "%q disagrees with resource.labels.zone %q", loc, fromLabels[1])
+		}
+		fromLabels[1] = loc
+	}
+	if labels["zone"] != "" {
+		labelNames[1] = "zone"
+	} else {
+		labelNames[1] = "location"
+	}
+
+	parts := [4]string{"project", "zone", "node", "worker"}
+	var got [4]string
+	for i := range got {
+		n, l := fromName[i], fromLabels[i]
+		if n != "" && l != "" && n != l {
+			return located{}, "", reject(CodeNodeMismatch, fieldResourceName,
+				"names %s %q but resource.labels.%s names %q", parts[i], n, labelNames[i], l)
+		}
+		got[i] = n
+		if got[i] == "" {
+			got[i] = l
+		}
+	}
+	if got[0] == "" || got[1] == "" || got[2] == "" {
+		if resourceName == "" && fromLabels == [4]string{} {
+			return located{}, "", reject(CodeMissingNode, fieldResourceName,
+				"no node: neither protoPayload.resourceName nor resource.labels (project_id, zone, node_id) name one")
+		}
+		return located{}, "", reject(CodeMissingNode, fieldResourceName,
+			"no complete node: resource.labels has project_id %q, zone %q, node_id %q and there is no resourceName", got[0], got[1], got[2])
+	}
+	l := located{NodeRef: NodeRef{Project: got[0], Zone: got[1], Node: got[2]}, worker: got[3], projectField: fieldResourceName}
+	if fromName[0] == "" {
+		l.projectField = labelsPrefix + "project_id"
+	}
+	return l, got[3], nil
+}
+
+// parseResourceName parses projects/P/(locations|zones)/Z/nodes/N[/workers/W].
+func parseResourceName(s string) ([4]string, error) {
+	bad := func(why string) error {
+		return reject(CodeInvalidNode, fieldResourceName, "%q is not projects/P/locations/Z/nodes/N: %s", s, why)
+	}
+	name := strings.TrimPrefix(s, "//tpu.googleapis.com/")
+	seg := strings.Split(name, "/")
+	if len(seg) != 6 && len(seg) != 8 {
+		return [4]string{}, bad(fmt.Sprintf("%d path segments", len(seg)))
+	}
+	if seg[0] != "projects" || (seg[2] != "locations" && seg[2] != "zones") || seg[4] != "nodes" || (len(seg) == 8 && seg[6] != "workers") {
+		return [4]string{}, bad("unexpected collection")
+	}
+	var out [4]string
+	for i, j := range []int{1, 3, 5, 7} {
+		if j >= len(seg) {
+			break
+		}
+		if !validID(seg[j]) {
+			return [4]string{}, bad(fmt.Sprintf("%q is not a valid resource id", seg[j]))
+		}
+		out[i] = seg[j]
+	}
+	return out, nil
+}
+
+// validID accepts the characters project ids (including legacy
+// domain.com:project ones), zones, node ids and worker ids use. It keeps
+// anything that could change the meaning of a URL path (/, ?, #, %, .., spaces)
+// out of the node name remediate puts into API calls.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if i == 0 && !alnum {
+			return false
+		}
+		if !alnum && c != '-' && c != '_' && c != '.' && c != ':' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,425 @@
+package events
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// DefaultMaxEntryBytes is the largest LogEntry Parse accepts when
+// Options.MaxEntryBytes is 0. Cloud Logging itself refuses entries larger
+// than 256 KiB, so anything bigger did not come from it.
+const DefaultMaxEntryBytes = 256 << 10
+
+// Reject codes: short, stable slugs recorded with every rejected input.
+const (
+	CodeMalformedJSON     = "malformed-json"      // not valid JSON
+	CodeNotObject         = "not-object"          // valid JSON, but not an object
+	CodeWrongType         = "wrong-type"          // a known field has the wrong JSON type
+	CodeTooLarge          = "too-large"           // entry or envelope payload over the limit
+	CodeBadEnvelope       = "bad-envelope"        // a Pub/Sub envelope whose message is unusable
+	CodeBadBase64         = "bad-base64"          // message.data is not base64
+	CodeEmptyMessage      = "empty-message"       // an envelope without data
+	CodeForeignService    = "foreign-service"     // protoPayload.serviceName is not tpu.googleapis.com
+	CodeForeignMethod     = "foreign-method"      // protoPayload.methodName is not terminate/restart
+	CodeBadTimestamp      = "bad-timestamp"       // timestamp/receiveTimestamp not RFC 3339
+	CodeMissingNode       = "missing-node"        // no source names a complete node
+	CodeInvalidNode       = "invalid-node"        // a node name that cannot be parsed
+	CodeNodeMismatch      = "node-mismatch"       // resourceName and resource.labels disagree
+	CodeProjectNotAllowed = "project-not-allowed" // project outside Options.AllowedProjects
+)
+
+// SyntheticInsertIDPrefix starts the insertId Parse makes up for an entry
+// that has none (see Parse).
+const SyntheticInsertIDPrefix = "synthetic-"
+
+// Options tune Parse and the Reader. The zero value accepts every project and
+// entries up to DefaultMaxEntryBytes.
+type Options struct {
+	// AllowedProjects, when not empty, is the only projects whose nodes an
+	// event may name; any other project is rejected (project-not-allowed).
+	AllowedProjects []string
+	// MaxEntryBytes bounds a LogEntry (and the decoded payload of an
+	// envelope); 0 means DefaultMaxEntryBytes. A Pub/Sub envelope, being
+	// base64 plus attributes, may itself be up to twice this size.
+	MaxEntryBytes int
+}
+
+func (o Options) maxEntry() int {
+	if o.MaxEntryBytes <= 0 {
+		return DefaultMaxEntryBytes
+	}
+	return o.MaxEntryBytes
+}
+
+// maxRaw bounds the raw input of Parse and one element of the Reader: an
+// envelope carrying a maximal entry is 4/3 of it in base64, plus attributes.
+func (o Options) maxRaw() int { return 2 * o.maxEntry() }
+
+// RejectError says why an input is not an event tpu-autoheal acts on. It is
+// permanent: the same bytes are rejected again, so callers record it and
+// acknowledge the message instead of retrying. Use errors.As to get it.
+type RejectError struct {
+	Code   string // a Code* slug, stable for metrics and tests
+	Field  string // JSON path of the offending field, "" for the whole input
+	Reason string // human-readable detail
+}
+
+func (e *RejectError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+func reject(code, field, format string, args ...any) *RejectError {
+	return &RejectError{Code: code, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// wire is one JSON object as Parse reads it: either a Pub/Sub envelope
+// (Message set) or a LogEntry. Decoding both shapes at once costs a single
+// pass over the common, unwrapped input.
+type wire struct {
+	Message json.RawMessage `json:"message"`
+
+	InsertID         *string `json:"insertId"`
+	Timestamp        string  `json:"timestamp"`
+	ReceiveTimestamp string  `json:"receiveTimestamp"`
+	LogName          string  `json:"logName"`
+	Resource         struct {
+		Type   string            `json:"type"`
+		Labels map[string]string `json:"labels"`
+	} `json:"resource"`
+	ProtoPayload struct {
+		ServiceName        string `json:"serviceName"`
+		MethodName         string `json:"methodName"`
+		ResourceName       string `json:"resourceName"`
+		AuthenticationInfo struct {
+			PrincipalEmail string `json:"principalEmail"`
+		} `json:"authenticationInfo"`
+		Metadata struct {
+			TerminateReason json.RawMessage `json:"terminateReason"`
+		} `json:"metadata"`
+	} `json:"protoPayload"`
+}
+
+// envelopeMessage is message of a Pub/Sub push body, which is also the data
+// of a google.cloud.pubsub.topic.v1.messagePublished CloudEvent.
+type envelopeMessage struct {
+	Data        json.RawMessage   `json:"data"`
+	Attributes  map[string]string `json:"attributes"`
+	MessageID   string            `json:"messageId"`
+	MessageID2  string            `json:"message_id"`
+	PublishTime string            `json:"publishTime"`
+}
+
+// isEnvelope reports whether a top-level "message" member makes the object
+// a Pub/Sub envelope. A LogEntry has no top-level "message" member.
+func isEnvelope(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// Parse reads one TPU audit LogEntry, as Cloud Logging and
+// `gcloud logging read --format=json` print it, and returns it as an Event.
+// data may also be a Pub/Sub push body or the data of a messagePublished
+// CloudEvent carrying the entry base64-encoded in message.data; the form is
+// detected from the bytes.
+//
+// Every rejection is a *RejectError. Parse rejects rather than guesses
+// whenever the entry could make remediate act on the wrong node: a node name
+// it cannot parse, or protoPayload.resourceName and resource.labels naming
+// different nodes.
+//
+// An entry without insertId is accepted with a synthesized one: Cloud Logging
+// gives every stored entry an insertId, so this only happens to hand-written
+// replay input, and rejecting it would make replay needlessly strict. The
+// synthesized id is "synthetic-" plus a hash of the fields that make the
+// event (log, timestamp, method, node, worker, reason, principal), so the same
+// entry, however formatted, gets the same id and is deduplicated as usual.
+//
+// Event.Time and Event.ReceiveTime are zero when the entry lacks them; a
+// present but unparseable timestamp is rejected (bad-timestamp). The logName
+// is not checked: the sink filter selects system_event entries, and replay
+// input written by hand often has none.
+func Parse(data []byte, opts Options) (Event, error) {
+	if len(data) > opts.maxRaw() {
+		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", len(data), opts.maxRaw())
+	}
+	w, err := decodeObject(data)
+	if err != nil {
+		return Event{}, err
+	}
+	if isEnvelope(w.Message) {
+		payload, _, err := unwrapMessage(w.Message, opts.maxEntry())
+		if err != nil {
+			return Event{}, err
+		}
+		if w, err = decodeObject(payload); err != nil {
+			return Event{}, prefixField("message.data", err)
+		}
+		if isEnvelope(w.Message) {
+			return Event{}, reject(CodeBadEnvelope, "message.data", "a Pub/Sub envelope inside an envelope")
+		}
+	} else if len(data) > opts.maxEntry() {
+		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", len(data), opts.maxEntry())
+	}
+	return eventFrom(w, opts)
+}
+
+// prefixField makes a RejectError about a whole envelope payload name the
+// envelope field the payload came from.
+func prefixField(prefix string, err error) error {
+	var re *RejectError
+	if !errors.As(err, &re) {
+		return err
+	}
+	if re.Field != "" {
+		return err // already names a field of the payload
+	}
+	c := *re
+	c.Field = prefix
+	return &c
+}
+
+func decodeObject(data []byte) (wire, error) {
+	var w wire
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] != '{' {
+		if json.Valid(trimmed) {
+			return w, reject(CodeNotObject, "", "a JSON %s is not a LogEntry object", jsonKind(trimmed[0]))
+		}
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return w, jsonReject(err) // empty input included
+	}
+	return w, nil
+}
+
+func jsonKind(c byte) string {
+	switch c {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+func jsonReject(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return reject(CodeMalformedJSON, "", "%v (at byte %d)", se, se.Offset)
+	case errors.As(err, &te):
+		return reject(CodeWrongType, te.Field, "JSON %s where a %s is expected", te.Value, jsonType(te.Type.String()))
+	default:
+		// io.ErrUnexpectedEOF and friends: truncated input.
+		return reject(CodeMalformedJSON, "", "%v", err)
+	}
+}
+
+func jsonType(goType string) string {
+	switch {
+	case goType == "string" || strings.HasSuffix(goType, "]string"):
+		return "string"
+	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "struct"), strings.Contains(goType, "."):
+		return "object"
+	default:
+		return goType
+	}
+}
+
+// Unwrap strips a Pub/Sub push envelope, or the identical data of a
+// messagePublished CloudEvent: {"message":{"data":<base64>,"attributes":{...},
+// ...},"subscription":...}. It returns the decoded message data and the
+// message attributes. data that is not an envelope (a bare LogEntry, the
+// sweep message, even invalid JSON, which Parse then rejects) is returned
+// unchanged with nil attributes and no error. Unwrap applies no size limit
+// of its own: callers hold data in memory already, and Parse bounds it.
+func Unwrap(data []byte) (payload []byte, attrs map[string]string, err error) {
+	var probe struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(data, &probe) != nil || !isEnvelope(probe.Message) {
+		return data, nil, nil
+	}
+	return unwrapMessage(probe.Message, -1)
+}
+
+// unwrapMessage decodes an envelope's message; max < 0 means no limit.
+func unwrapMessage(raw json.RawMessage, max int) ([]byte, map[string]string, error) {
+	var m envelopeMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, nil, prefixField("message", jsonReject(err))
+	}
+	d := bytes.TrimSpace(m.Data)
+	if len(d) == 0 || string(d) == "null" {
+		return nil, m.Attributes, reject(CodeEmptyMessage, "message.data", "the Pub/Sub message has no data")
+	}
+	var enc string
+	if err := json.Unmarshal(d, &enc); err != nil {
+		return nil, m.Attributes, reject(CodeBadEnvelope, "message.data", "not a base64 string")
+	}
+	if max >= 0 && base64.StdEncoding.DecodedLen(len(enc)) > max+3 {
+		return nil, m.Attributes, reject(CodeTooLarge, "message.data", "about %d decoded bytes is over the %d-byte limit",
+			base64.StdEncoding.DecodedLen(len(enc)), max)
+	}
+	payload, err := decodeBase64(enc)
+	if err != nil {
+		return nil, m.Attributes, reject(CodeBadBase64, "message.data", "%v", err)
+	}
+	if max >= 0 && len(payload) > max {
+		return nil, m.Attributes, reject(CodeTooLarge, "message.data", "%d decoded bytes is over the %d-byte limit", len(payload), max)
+	}
+	return payload, m.Attributes, nil
+}
+
+// decodeBase64 accepts the standard alphabet Pub/Sub uses, padded or not,
+// and, leniently, the URL-safe one.
+func decodeBase64(s string) ([]byte, error) {
+	encs := []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding}
+	var first error
+	for _, enc := range encs {
+		b, err := enc.DecodeString(s)
+		if err == nil {
+			return b, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
+}
+
+// InsertIDOf returns, best effort, the insertId of a LogEntry or of the
+// entry inside a Pub/Sub envelope, for recording a rejected input; "" when
+// there is none to be found. It never fails.
+func InsertIDOf(data []byte) string {
+	payload, _, err := Unwrap(data)
+	if err != nil {
+		return ""
+	}
+	var e struct {
+		InsertID any `json:"insertId"`
+	}
+	if json.Unmarshal(payload, &e) != nil {
+		return ""
+	}
+	s, _ := e.InsertID.(string)
+	return s
+}
+
+// IsSweep reports whether payload (an unwrapped Pub/Sub message) is
+// SweepMessage: a JSON object whose "autoheal" member is exactly "sweep",
+// whatever the whitespace and the order of other members.
+func IsSweep(payload []byte) bool {
+	if len(payload) > 4<<10 {
+		return false // the sweep message is 20 bytes; do not parse big input.
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(payload, &m) != nil {
+		return false
+	}
+	var v string
+	return json.Unmarshal(m["autoheal"], &v) == nil && v == "sweep"
+}
+
+func eventFrom(w wire, opts Options) (Event, error) {
+	p := w.ProtoPayload
+	if p.ServiceName == "" {
+		return Event{}, reject(CodeForeignService, "protoPayload.serviceName", "missing: not a TPU audit log entry")
+	}
+	if p.ServiceName != ServiceTPU {
+		return Event{}, reject(CodeForeignService, "protoPayload.serviceName", "%q is not %s", p.ServiceName, ServiceTPU)
+	}
+	if p.MethodName != MethodTerminate && p.MethodName != MethodRestart {
+		return Event{}, reject(CodeForeignMethod, "protoPayload.methodName", "%q is not %s or %s", p.MethodName, MethodTerminate, MethodRestart)
+	}
+	ts, err := parseTime("timestamp", w.Timestamp)
+	if err != nil {
+		return Event{}, err
+	}
+	rts, err := parseTime("receiveTimestamp", w.ReceiveTimestamp)
+	if err != nil {
+		return Event{}, err
+	}
+	node, worker, err := nodeOf(p.ResourceName, w.Resource.Labels)
+	if err != nil {
+		return Event{}, err
+	}
+	if len(opts.AllowedProjects) > 0 && !slices.Contains(opts.AllowedProjects, node.Project) {
+		return Event{}, reject(CodeProjectNotAllowed, node.projectField, "project %q is not in the allowed projects %q", node.Project, opts.AllowedProjects)
+	}
+	ev := Event{
+		Time:            ts,
+		ReceiveTime:     rts,
+		LogName:         w.LogName,
+		Service:         p.ServiceName,
+		Method:          p.MethodName,
+		ResourceType:    w.Resource.Type,
+		ResourceLabels:  w.Resource.Labels,
+		Principal:       p.AuthenticationInfo.PrincipalEmail,
+		Node:            node.NodeRef,
+		Worker:          worker,
+		TerminateReason: rawString(p.Metadata.TerminateReason),
+	}
+	ev.Cause = Classify(ev.TerminateReason, ev.Principal)
+	if w.InsertID != nil && *w.InsertID != "" {
+		ev.InsertID = *w.InsertID
+	} else {
+		ev.InsertID = syntheticInsertID(ev)
+	}
+	return ev, nil
+}
+
+func parseTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, reject(CodeBadTimestamp, field, "%q is not an RFC 3339 time", s)
+	}
+	return t, nil
+}
+
+// rawString returns a JSON string's value, or the compact JSON text of any
+// other value, so an unexpected shape (say {"code":"PREEMPTED"}) still
+// reaches Classify and the record verbatim.
+func rawString(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func syntheticInsertID(ev Event) string {
+	h := sha256.New()
+	for _, s := range []string{ev.LogName, ev.Time.UTC().Format(time.RFC3339Nano), ev.Method, ev.Node.Name(), ev.Worker, ev.TerminateReason, ev.Principal} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return SyntheticInsertIDPrefix + hex.EncodeToString(h.Sum(nil)[:12])
+}
