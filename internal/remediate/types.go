@@ -180,21 +180,38 @@ type Store interface {
 	// MarkEvent records id as processed until expire; first is false when
 	// it had already been marked.
 	MarkEvent(ctx context.Context, id string, expire time.Time) (first bool, err error)
-	// History returns what the ledger knows about node, for event id ("" for none).
+	// History returns what the ledger knows about node, for event id ("" for
+	// none: EventSeen is then false). Recovery is the node's latest recovery
+	// in any phase. Recreates are the start times, within (now-window, now],
+	// of the node's recoveries that became destructive (counted from the
+	// delete request, so a crash cannot bypass the guards). InFlight counts
+	// the unfinished recoveries (failed ones included) of the project's
+	// other nodes.
 	History(ctx context.Context, node, project, eventID string, now time.Time, window time.Duration) (History, error)
 	// Claim starts a recovery of the node (Phase claimed, Generation one more
 	// than the last) or takes over an unfinished one whose lease expired
 	// (phase, spec and ops kept; Attempts+1). Errors: ErrClaimed or a guard error.
+	// A live lease blocks every claimant, the same Holder included (one
+	// holder id is shared by the concurrent calls of a function instance).
+	// A takeover does not re-check the guards: finishing a recovery already
+	// started is never worse than leaving the node deleted. The returned
+	// (Holder, Generation, Attempts) is the token Update checks.
 	Claim(ctx context.Context, req ClaimRequest) (Recovery, error)
 	// Update saves the recovery's progress and renews the lease; ErrLeaseLost
-	// when rec.Holder no longer holds it.
+	// when rec.Holder no longer holds it. It never shortens the lease: the
+	// lease becomes the latest of rec.LeaseUntil, the current one and
+	// UpdatedAt plus the claim's lease. The Handler relies on this: a
+	// recovery saved as PhaseFailed keeps its lease for Config.Lease, which
+	// is the back-off before the next attempt (no retry storm on a stockout).
 	Update(ctx context.Context, rec Recovery) error
-	// Unfinished lists recoveries not in PhaseDone (failed ones included).
+	// Unfinished lists recoveries not in PhaseDone (failed ones included),
+	// whatever their lease.
 	Unfinished(ctx context.Context) ([]Recovery, error)
 	// SetDeferral records or replaces the node's deferral; ClearDeferral removes it.
 	SetDeferral(ctx context.Context, d Deferral) error
 	ClearDeferral(ctx context.Context, node string) error
-	// DueDeferrals lists deferrals due at or before now.
+	// DueDeferrals lists deferrals due at or before now. SetDeferral stores
+	// d as given; the Handler keeps Since of an existing deferral itself.
 	DueDeferrals(ctx context.Context, now time.Time) ([]Deferral, error)
 	// SweepCursor returns where the last sweep stopped ("" = start over);
 	// SetSweepCursor saves it, so a sweep cut short by its time budget

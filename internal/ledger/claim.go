@@ -1,0 +1,231 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+)
+
+// This file is the ledger's pure core: the rules of claiming, taking over and
+// updating a recovery, shared by Memory and Firestore so that both stores
+// behave identically. The adapters only load a nodeLedger, call these
+// functions inside their atomic section, and save the result.
+
+// maxRecreates bounds the recreate history kept per node. Decide needs only
+// the recreates within the window; a few dozen cover any sane window and cap.
+const maxRecreates = 64
+
+// nodeLedger is everything the ledger keeps about one node.
+type nodeLedger struct {
+	Latest *remediate.Recovery // the node's latest recovery, nil if none
+	// LeaseFor is the lease length granted by the claim; Update renews the
+	// lease by this much.
+	LeaseFor time.Duration
+	// Counted records that Latest's start time is already in Recreates.
+	Counted bool
+	// Recreates are the start times of the node's recoveries that became
+	// destructive (see countsAsRecreate), oldest first.
+	Recreates []time.Time
+}
+
+// countsAsRecreate reports whether a recovery in phase p has destroyed, or
+// may have destroyed, the node: from the moment the delete is requested the
+// recovery counts for the cooldown and the window cap. Counting at the delete
+// request (not at done) is what makes the guards impossible to bypass by
+// crashing mid-recovery. A recovery that ends (done) without ever requesting
+// a delete — a reset of a queued resource — counts when it is done.
+func countsAsRecreate(p remediate.Phase) bool {
+	switch p {
+	case remediate.PhaseDeleting, remediate.PhaseDeleted, remediate.PhaseCreating, remediate.PhaseDone:
+		return true
+	}
+	return false
+}
+
+// recreatesWithin returns the times in (now-window, now], oldest first.
+func recreatesWithin(times []time.Time, now time.Time, window time.Duration) []time.Time {
+	var out []time.Time
+	for _, t := range times {
+		if t.After(now) || (window > 0 && !t.After(now.Add(-window))) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// claim applies a ClaimRequest to the node's ledger. inFlightOthers is the
+// number of unfinished recoveries of other nodes in the same project.
+//
+// A live lease blocks every claimant, the holder included: one holder id may
+// be shared by concurrent requests of one function instance, and two of them
+// must never both act.
+func claim(n nodeLedger, inFlightOthers int, req remediate.ClaimRequest) (nodeLedger, remediate.Recovery, error) {
+	if req.Node == "" || req.Holder == "" {
+		return n, remediate.Recovery{}, fmt.Errorf("claim: node %q and holder %q are required", req.Node, req.Holder)
+	}
+	lease := req.Config.Lease
+	if lease <= 0 {
+		lease = remediate.DefaultConfig().Lease
+	}
+	if r := n.Latest; r != nil && r.Unfinished() {
+		if req.Now.Before(r.LeaseUntil) {
+			return n, remediate.Recovery{}, fmt.Errorf("claim %s: held by %s until %s: %w",
+				req.Node, r.Holder, r.LeaseUntil.Format(time.RFC3339), remediate.ErrClaimed)
+		}
+		// Take over: the phase, spec and operations are the recovery's
+		// memory and are kept; only the claim changes hands. The guards are
+		// not re-checked: finishing a recovery already started is never
+		// worse than leaving the node deleted.
+		t := cloneRecovery(*r)
+		t.Holder = req.Holder
+		t.Attempts++
+		t.LeaseUntil = req.Now.Add(lease)
+		t.UpdatedAt = req.Now
+		n.Latest = &t
+		n.LeaseFor = lease
+		return n, cloneRecovery(t), nil
+	}
+
+	recent := recreatesWithin(n.Recreates, req.Now, req.Config.Window)
+	if c := req.Config.Cooldown; c > 0 && len(recent) > 0 {
+		if last := recent[len(recent)-1]; req.Now.Before(last.Add(c)) {
+			return n, remediate.Recovery{}, fmt.Errorf("claim %s: last recreate %s, cooldown %s: %w",
+				req.Node, last.Format(time.RFC3339), c, remediate.ErrCooldown)
+		}
+	}
+	if max := req.Config.MaxRecreates; max > 0 && len(recent) >= max {
+		return n, remediate.Recovery{}, fmt.Errorf("claim %s: %d recreates within %s (cap %d): %w",
+			req.Node, len(recent), req.Config.Window, max, remediate.ErrWindowCap)
+	}
+	if max := req.Config.MaxInFlight; max > 0 && inFlightOthers >= max {
+		return n, remediate.Recovery{}, fmt.Errorf("claim %s: %d recoveries in flight in project %s (cap %d): %w",
+			req.Node, inFlightOthers, req.Project, max, remediate.ErrInFlightCap)
+	}
+
+	gen := 1
+	if n.Latest != nil {
+		gen = n.Latest.Generation + 1
+	}
+	r := remediate.Recovery{
+		Node:       req.Node,
+		Project:    req.Project,
+		Action:     req.Action,
+		Phase:      remediate.PhaseClaimed,
+		Generation: gen,
+		Holder:     req.Holder,
+		LeaseUntil: req.Now.Add(lease),
+		Attempts:   1,
+		EventID:    req.EventID,
+		Cause:      req.Cause,
+		StartedAt:  req.Now,
+		UpdatedAt:  req.Now,
+	}
+	n.Latest = &r
+	n.LeaseFor = lease
+	n.Counted = false
+	return n, cloneRecovery(r), nil
+}
+
+// update applies rec to the node's ledger. The claim token is (Holder,
+// Generation, Attempts) exactly as Claim returned them: a holder that was
+// taken over, or whose recovery was finished and claimed again, gets
+// ErrLeaseLost. A holder whose lease expired but was not taken over may still
+// update; the update renews its lease.
+func update(n nodeLedger, rec remediate.Recovery) (nodeLedger, error) {
+	cur := n.Latest
+	if cur == nil {
+		return n, fmt.Errorf("update %s: no recovery claimed: %w", rec.Node, remediate.ErrLeaseLost)
+	}
+	if cur.Holder != rec.Holder || cur.Generation != rec.Generation || cur.Attempts != rec.Attempts {
+		return n, fmt.Errorf("update %s: claim is %s gen %d attempt %d, not %s gen %d attempt %d: %w",
+			rec.Node, cur.Holder, cur.Generation, cur.Attempts, rec.Holder, rec.Generation, rec.Attempts, remediate.ErrLeaseLost)
+	}
+	if !cur.Unfinished() && rec.Phase != remediate.PhaseDone {
+		return n, fmt.Errorf("update %s: recovery gen %d is already done: %w", rec.Node, cur.Generation, remediate.ErrLeaseLost)
+	}
+	u := cloneRecovery(rec)
+	// Identity and claim fields belong to the store.
+	u.Node, u.Project, u.Generation, u.Holder, u.Attempts, u.StartedAt =
+		cur.Node, cur.Project, cur.Generation, cur.Holder, cur.Attempts, cur.StartedAt
+	if u.UpdatedAt.Before(cur.UpdatedAt) {
+		u.UpdatedAt = cur.UpdatedAt
+	}
+	lease := n.LeaseFor
+	if lease <= 0 {
+		lease = remediate.DefaultConfig().Lease
+	}
+	u.LeaseUntil = latest(rec.LeaseUntil, cur.LeaseUntil, u.UpdatedAt.Add(lease))
+	n.Latest = &u
+	if countsAsRecreate(u.Phase) && !n.Counted {
+		n.Recreates = append(n.Recreates, u.StartedAt)
+		sort.Slice(n.Recreates, func(i, j int) bool { return n.Recreates[i].Before(n.Recreates[j]) })
+		if len(n.Recreates) > maxRecreates {
+			n.Recreates = n.Recreates[len(n.Recreates)-maxRecreates:]
+		}
+		n.Counted = true
+	}
+	return n, nil
+}
+
+func latest(ts ...time.Time) time.Time {
+	var m time.Time
+	for _, t := range ts {
+		if t.After(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+// cloneRecovery returns a deep copy of r, so that neither the caller nor the
+// store can change the other's spec.
+func cloneRecovery(r remediate.Recovery) remediate.Recovery {
+	r.Spec = cloneNode(r.Spec)
+	return r
+}
+
+// cloneNode deep-copies a node through its JSON form, the same form the
+// Firestore store saves, so Memory loses exactly what Firestore loses
+// (nothing the API returns).
+func cloneNode(n *tpu.Node) *tpu.Node {
+	if n == nil {
+		return nil
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		panic(fmt.Sprintf("ledger: marshal node %s: %v", n.Name, err)) // a tpu.Node always marshals
+	}
+	out, err := decodeNode(string(b))
+	if err != nil {
+		panic(fmt.Sprintf("ledger: unmarshal node %s: %v", n.Name, err))
+	}
+	return out
+}
+
+func encodeNode(n *tpu.Node) (string, error) {
+	if n == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return "", fmt.Errorf("encode spec of %s: %w", n.Name, err)
+	}
+	return string(b), nil
+}
+
+func decodeNode(s string) (*tpu.Node, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var n tpu.Node
+	if err := json.Unmarshal([]byte(s), &n); err != nil {
+		return nil, fmt.Errorf("decode spec: %w", err)
+	}
+	return &n, nil
+}

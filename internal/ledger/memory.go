@@ -1,0 +1,227 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+)
+
+// Memory is a remediate.Store held in memory, for replay and tests. It is
+// safe for concurrent use; every method is atomic. It returns copies: a spec
+// handed to or returned by Memory is never shared with the caller.
+type Memory struct {
+	clock func() time.Time
+
+	mu        sync.Mutex
+	events    map[string]time.Time // event id → expiry
+	nodes     map[string]*nodeLedger
+	deferrals map[string]remediate.Deferral
+	cursor    string
+}
+
+var _ remediate.Store = (*Memory)(nil)
+
+// Option configures a store.
+type Option func(*options)
+
+type options struct {
+	clock  func() time.Time
+	prefix string
+}
+
+// WithClock sets the clock MarkEvent compares event expiries with (default
+// time.Now). Replay against a simulated clock passes the same clock as the
+// handler, else events marked with an expiry in the simulated past would be
+// forgotten at once.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.clock = now }
+}
+
+// WithPrefix prefixes every Firestore collection name (test isolation, or
+// several deployments sharing one database). Memory ignores it.
+func WithPrefix(prefix string) Option {
+	return func(o *options) { o.prefix = prefix }
+}
+
+func buildOptions(opts []Option) options {
+	o := options{clock: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.clock == nil {
+		o.clock = time.Now
+	}
+	return o
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory(opts ...Option) *Memory {
+	o := buildOptions(opts)
+	return &Memory{
+		clock:     o.clock,
+		events:    map[string]time.Time{},
+		nodes:     map[string]*nodeLedger{},
+		deferrals: map[string]remediate.Deferral{},
+	}
+}
+
+// MarkEvent implements remediate.Store. A mark whose expiry has passed (by the
+// store's clock) counts as absent.
+func (m *Memory) MarkEvent(ctx context.Context, id string, expire time.Time) (bool, error) {
+	if id == "" {
+		return false, fmt.Errorf("mark event: empty id")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if exp, ok := m.events[id]; ok && exp.After(m.clock()) {
+		return false, nil
+	}
+	m.events[id] = expire
+	return true, nil
+}
+
+// History implements remediate.Store.
+func (m *Memory) History(ctx context.Context, node, project, eventID string, now time.Time, window time.Duration) (remediate.History, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var h remediate.History
+	if eventID != "" {
+		if exp, ok := m.events[eventID]; ok && exp.After(now) {
+			h.EventSeen = true
+		}
+	}
+	if n := m.nodes[node]; n != nil {
+		if n.Latest != nil {
+			r := cloneRecovery(*n.Latest)
+			h.Recovery = &r
+		}
+		h.Recreates = recreatesWithin(n.Recreates, now, window)
+	}
+	h.InFlight = m.inFlightLocked(project, node)
+	if d, ok := m.deferrals[node]; ok {
+		h.Deferral = &d
+	}
+	return h, nil
+}
+
+// inFlightLocked counts the unfinished recoveries in project of nodes other
+// than node.
+func (m *Memory) inFlightLocked(project, node string) int {
+	c := 0
+	for name, n := range m.nodes {
+		if name != node && n.Latest != nil && n.Latest.Project == project && n.Latest.Unfinished() {
+			c++
+		}
+	}
+	return c
+}
+
+// Claim implements remediate.Store.
+func (m *Memory) Claim(ctx context.Context, req remediate.ClaimRequest) (remediate.Recovery, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var cur nodeLedger
+	if n := m.nodes[req.Node]; n != nil {
+		cur = *n
+	}
+	next, rec, err := claim(cur, m.inFlightLocked(req.Project, req.Node), req)
+	if err != nil {
+		return remediate.Recovery{}, err
+	}
+	m.nodes[req.Node] = &next
+	return rec, nil
+}
+
+// Update implements remediate.Store.
+func (m *Memory) Update(ctx context.Context, rec remediate.Recovery) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var cur nodeLedger
+	if n := m.nodes[rec.Node]; n != nil {
+		cur = *n
+		cur.Recreates = append([]time.Time(nil), n.Recreates...)
+	}
+	next, err := update(cur, rec)
+	if err != nil {
+		return err
+	}
+	m.nodes[rec.Node] = &next
+	return nil
+}
+
+// Unfinished implements remediate.Store; recoveries are sorted by node name.
+func (m *Memory) Unfinished(ctx context.Context) ([]remediate.Recovery, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []remediate.Recovery
+	for _, n := range m.nodes {
+		if n.Latest != nil && n.Latest.Unfinished() {
+			out = append(out, cloneRecovery(*n.Latest))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out, nil
+}
+
+// SetDeferral implements remediate.Store.
+func (m *Memory) SetDeferral(ctx context.Context, d remediate.Deferral) error {
+	if d.Node == "" {
+		return fmt.Errorf("set deferral: empty node")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deferrals[d.Node] = d
+	return nil
+}
+
+// ClearDeferral implements remediate.Store; clearing an absent deferral is
+// not an error.
+func (m *Memory) ClearDeferral(ctx context.Context, node string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.deferrals, node)
+	return nil
+}
+
+// DueDeferrals implements remediate.Store; deferrals are sorted by due time,
+// then node name.
+func (m *Memory) DueDeferrals(ctx context.Context, now time.Time) ([]remediate.Deferral, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []remediate.Deferral
+	for _, d := range m.deferrals {
+		if !d.Due.After(now) {
+			out = append(out, d)
+		}
+	}
+	sortDeferrals(out)
+	return out, nil
+}
+
+func sortDeferrals(ds []remediate.Deferral) {
+	sort.Slice(ds, func(i, j int) bool {
+		if !ds[i].Due.Equal(ds[j].Due) {
+			return ds[i].Due.Before(ds[j].Due)
+		}
+		return ds[i].Node < ds[j].Node
+	})
+}
+
+// SweepCursor implements remediate.Store.
+func (m *Memory) SweepCursor(ctx context.Context) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cursor, nil
+}
+
+// SetSweepCursor implements remediate.Store.
+func (m *Memory) SetSweepCursor(ctx context.Context, cursor string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cursor = cursor
+	return nil
+}

@@ -1,0 +1,322 @@
+package remediate
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+)
+
+// GenerationLabel is the label set on a recreated node: the recovery
+// generation that created it. It tells our own node apart from one somebody
+// else created under the same name.
+const GenerationLabel = "tpu-autoheal-generation"
+
+// Node states and health values of the TPU v2 API that Decide branches on.
+const (
+	stateReady      = "READY"
+	stateTerminated = "TERMINATED"
+	statePreempted  = "PREEMPTED"
+	stateDeleting   = "DELETING"
+	healthHealthy   = "HEALTHY"
+)
+
+// ParseSelector splits an opt-in label selector "key=value".
+func ParseSelector(s string) (key, value string, err error) {
+	k, v, ok := strings.Cut(s, "=")
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	if !ok || k == "" || v == "" || strings.ContainsAny(v, "=,") {
+		return "", "", fmt.Errorf("label selector %q: want key=value", s)
+	}
+	return k, v, nil
+}
+
+// Decide says what to do about the node an event (or a sweep, ev.Method == "")
+// is about. It is pure. The event is only a hint: the observed node decides.
+// See the decision table in the design document; every branch's reason says
+// which row or guard applied.
+func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config) Decision {
+	name := ev.Node.Name()
+	if name == "" {
+		return Decision{Action: ActionReject, Reason: "event names no node"}
+	}
+	if ev.Method != "" && h.EventSeen {
+		return Decision{Action: ActionSkip, Reason: fmt.Sprintf("event %s already handled", ev.InsertID)}
+	}
+
+	node := obs.Node
+	rec := h.Recovery
+	ours := rec != nil && rec.Unfinished()
+
+	if node == nil && !ours {
+		return Decision{Action: ActionRecord, Reason: "node NOT FOUND: deleted by someone else; not ours"}
+	}
+	if node == nil && rec.Spec == nil {
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
+			"node NOT FOUND before recovery gen %d saved its spec: deleted by someone else; not ours", rec.Generation)}
+	}
+
+	labels := map[string]string(nil)
+	if node != nil {
+		labels = node.Labels
+	} else {
+		labels = rec.Spec.Labels
+	}
+	if labels[cfg.LabelKey] != cfg.LabelValue || cfg.LabelKey == "" {
+		return Decision{Action: ActionSkip, Reason: fmt.Sprintf("not opted in: label %s=%s missing", cfg.LabelKey, cfg.LabelValue)}
+	}
+	if ev.Cause == events.CauseUser {
+		return Decision{Action: ActionSkip, Reason: "terminated by a user: never undone"}
+	}
+
+	if ours {
+		return decideOurs(obs, *rec, now, cfg)
+	}
+	cause := ev.Cause
+	if cause == "" || cause == events.CauseUnknown {
+		cause = causeOf(node)
+	}
+	return decideNode(obs, h, now, cfg, cause)
+}
+
+// decideOurs decides about a node with an unfinished recovery of ours.
+func decideOurs(obs Observed, rec Recovery, now time.Time, cfg Config) Decision {
+	node := obs.Node
+	if now.Before(rec.LeaseUntil) {
+		if rec.Phase == PhaseFailed {
+			return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
+				"recovery gen %d failed (%s): next attempt after %s", rec.Generation, rec.LastError, rec.LeaseUntil.UTC().Format(time.RFC3339))}
+		}
+		return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
+			"recovery in flight: gen %d held by %s until %s", rec.Generation, rec.Holder, rec.LeaseUntil.UTC().Format(time.RFC3339))}
+	}
+	if node != nil {
+		if healthy(node) {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
+				"node is %s: recovered; closing recovery gen %d (%s)", describe(node), rec.Generation, rec.Phase)}
+		}
+		if onPurpose(node.State) {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
+				"node is %s: done on purpose, never touched; closing recovery gen %d (%s)", node.State, rec.Generation, rec.Phase)}
+		}
+	}
+	action := rec.Action
+	if action != ActionReset {
+		action = ActionRecreate
+	}
+	state := "NOT FOUND"
+	if node != nil {
+		state = node.State
+	}
+	what := fmt.Sprintf("%s: continue recovery gen %d from phase %s (lease expired)", state, rec.Generation, rec.Phase)
+	if cfg.DryRun {
+		return Decision{Action: ActionSkip, Reason: fmt.Sprintf("dry run: would %s: %s", action, what)}
+	}
+	return Decision{Action: action, Reason: what}
+}
+
+// decideNode decides about a node with no unfinished recovery.
+func decideNode(obs Observed, h History, now time.Time, cfg Config, cause events.Cause) Decision {
+	node := obs.Node
+	switch state := node.State; {
+	case state == stateDeleting:
+		return Decision{Action: ActionRecord, Reason: "DELETING: deleted by someone else; not ours"}
+	case state == stateReady && healthy(node):
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by itself", describe(node))}
+	case state == stateReady:
+		return afterGrace(obs, h, now, cfg, cfg.UnhealthyGrace, "READY but "+node.Health)
+	case state == stateTerminated || state == statePreempted:
+		return repair(obs, h, now, cfg, fmt.Sprintf("%s (%s)", state, cause))
+	case onPurpose(state):
+		return Decision{Action: ActionRecord, Reason: state + ": done on purpose; never touch"}
+	case inProgress(state):
+		if state == "" {
+			state = "STATE_UNSPECIFIED"
+		}
+		return afterGrace(obs, h, now, cfg, cfg.StuckGrace, state)
+	default:
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("unrecognised state %q: not touched", state)}
+	}
+}
+
+// afterGrace defers until the node has been in its condition for grace, then
+// repairs it. The condition started at the pending deferral's Since, or now.
+func afterGrace(obs Observed, h History, now time.Time, cfg Config, grace time.Duration, cond string) Decision {
+	since := now
+	if h.Deferral != nil && !h.Deferral.Since.IsZero() && h.Deferral.Since.Before(now) {
+		since = h.Deferral.Since
+	}
+	due := since.Add(grace)
+	if now.Before(due) {
+		return Decision{Action: ActionDefer, Due: due, Reason: fmt.Sprintf(
+			"%s for %s < grace %s: look again at %s", cond, roundDur(now.Sub(since)), grace, due.UTC().Format(time.RFC3339))}
+	}
+	return repair(obs, h, now, cfg, fmt.Sprintf("%s for %s >= grace %s", cond, roundDur(now.Sub(since)), grace))
+}
+
+// repair chooses recreate, or reset for a node owned by a queued resource,
+// and applies the guards.
+func repair(obs Observed, h History, now time.Time, cfg Config, why string) Decision {
+	action := ActionRecreate
+	if qr := obs.Node.QueuedResource; qr != "" {
+		action = ActionReset
+		if d, ok := queuedResourceBlocks(obs, h, now, cfg, why); ok {
+			return d
+		}
+		why += ": reset queued resource " + qr
+	} else {
+		why += ": recreate"
+	}
+	// Guards in order: dry run, cooldown, window cap, in-flight cap.
+	if cfg.DryRun {
+		return Decision{Action: ActionSkip, Reason: "dry run: would " + string(action) + ": " + why}
+	}
+	if g := guard(h, now, cfg); g != "" {
+		return Decision{Action: ActionSkip, Reason: why + "; guard: " + g}
+	}
+	return Decision{Action: action, Reason: why}
+}
+
+// queuedResourceBlocks says whether the owning queued resource is in a state
+// in which a reset makes no sense, and what to do instead.
+func queuedResourceBlocks(obs Observed, h History, now time.Time, cfg Config, why string) (Decision, bool) {
+	name := obs.Node.QueuedResource
+	qr := obs.QueuedResource
+	if qr == nil {
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s: queued resource %s NOT FOUND: not touched", why, name)}, true
+	}
+	state := ""
+	if qr.State != nil {
+		state = qr.State.State
+	}
+	switch state {
+	case "ACTIVE", "SUSPENDED":
+		return Decision{}, false
+	case "CREATING", "ACCEPTED", "PROVISIONING", "WAITING_FOR_RESOURCES", "SUSPENDING":
+		// The platform is already working on it (a reset in progress shows
+		// as SUSPENDING then PROVISIONING): give it the stuck grace.
+		d := afterGraceOnly(h, now, cfg.StuckGrace)
+		if d.IsZero() {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
+				"%s: queued resource %s stuck in %s past grace %s: not reset; needs a person", why, name, state, cfg.StuckGrace)}, true
+		}
+		return Decision{Action: ActionDefer, Due: d, Reason: fmt.Sprintf(
+			"%s: queued resource %s is %s: the platform is recovering it; look again at %s", why, name, state, d.UTC().Format(time.RFC3339))}, true
+	default: // FAILED, DELETING, STATE_UNSPECIFIED, unknown
+		if state == "" {
+			state = "STATE_UNSPECIFIED"
+		}
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
+			"%s: queued resource %s is %s: a reset makes no sense; not touched", why, name, state)}, true
+	}
+}
+
+// afterGraceOnly returns the due time of a deferral with grace, or the zero
+// time when the grace has passed.
+func afterGraceOnly(h History, now time.Time, grace time.Duration) time.Time {
+	since := now
+	if h.Deferral != nil && !h.Deferral.Since.IsZero() && h.Deferral.Since.Before(now) {
+		since = h.Deferral.Since
+	}
+	due := since.Add(grace)
+	if now.Before(due) {
+		return due
+	}
+	return time.Time{}
+}
+
+// guard returns why a new recovery may not start, or "" when every guard
+// passes: cooldown, window cap, project in-flight cap, in that order. As in
+// the ledger's Claim (which re-checks them atomically), a zero limit turns
+// its guard off.
+func guard(h History, now time.Time, cfg Config) string {
+	var recent []time.Time
+	for _, t := range h.Recreates {
+		if t.After(now) || (cfg.Window > 0 && !t.After(now.Add(-cfg.Window))) {
+			continue
+		}
+		recent = append(recent, t)
+	}
+	if cfg.Cooldown > 0 && len(recent) > 0 {
+		last := recent[0]
+		for _, t := range recent {
+			if t.After(last) {
+				last = t
+			}
+		}
+		if ago := now.Sub(last); ago < cfg.Cooldown {
+			return fmt.Sprintf("cooldown: last recreate %s ago < %s", roundDur(ago), cfg.Cooldown)
+		}
+	}
+	if cfg.MaxRecreates > 0 && len(recent) >= cfg.MaxRecreates {
+		return fmt.Sprintf("window cap: %d recreates in %s >= %d", len(recent), cfg.Window, cfg.MaxRecreates)
+	}
+	if cfg.MaxInFlight > 0 && h.InFlight >= cfg.MaxInFlight {
+		return fmt.Sprintf("in-flight cap: %d recoveries in flight in the project >= %d", h.InFlight, cfg.MaxInFlight)
+	}
+	return ""
+}
+
+// healthy: READY, and HEALTHY or with no health reported. A READY node whose
+// health the API does not report is never deleted on a guess.
+func healthy(n *tpu.Node) bool {
+	if n.State != stateReady {
+		return false
+	}
+	switch n.Health {
+	case healthHealthy, "", "HEALTH_UNSPECIFIED":
+		return true
+	}
+	return false
+}
+
+func describe(n *tpu.Node) string {
+	h := n.Health
+	if h == "" {
+		h = "health not reported"
+	}
+	return n.State + " and " + h
+}
+
+// onPurpose: states a person or the platform chose; never touched.
+func onPurpose(state string) bool {
+	switch state {
+	case "STOPPED", "STOPPING", "HIDDEN", "HIDING":
+		return true
+	}
+	return false
+}
+
+// inProgress: transitional states that usually end by themselves.
+func inProgress(state string) bool {
+	switch state {
+	case "RESTARTING", "REPAIRING", "CREATING", "STARTING", "REIMAGING", "UNHIDING", "UNKNOWN", "STATE_UNSPECIFIED", "":
+		return true
+	}
+	return false
+}
+
+// causeOf guesses why a swept node is down from its state and health.
+func causeOf(n *tpu.Node) events.Cause {
+	switch {
+	case n.State == statePreempted:
+		return events.CausePreemption
+	case n.Health == "UNHEALTHY_MAINTENANCE" || strings.Contains(n.HealthDescription, "maintenance"):
+		return events.CauseMaintenance
+	case n.SchedulingConfig != nil && (n.SchedulingConfig.Spot || n.SchedulingConfig.Preemptible) && n.State == stateTerminated:
+		return events.CausePreemption
+	case n.State == stateTerminated:
+		return events.CauseMaintenance
+	}
+	return events.CauseUnknown
+}
+
+func roundDur(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Round(time.Minute)
+	}
+	return d.Round(time.Second)
+}

@@ -1,0 +1,689 @@
+package remediate
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+)
+
+// Handler observes a node, decides and acts. One Handler serves many
+// concurrent calls; it holds no per-call state.
+//
+// Dry run (Config.DryRun): Decide never returns recreate or reset, so the
+// Handler never claims a recovery and never calls a mutating TPU method. It
+// still writes the ledger's bookkeeping (event marks, deferrals), so that a
+// dry run shows when a deferred node would be recreated.
+type Handler struct {
+	TPU      TPU
+	Store    Store
+	Recorder Recorder
+	Config   Config
+	Now      func() time.Time // nil = time.Now
+	Holder   string           // claim owner id; "" = hostname and pid
+	// Backoff is the in-process retry policy for transient TPU errors;
+	// the zero value means DefaultBackoff.
+	Backoff Backoff
+}
+
+// ActError is a failure carrying out a decision: the step, the node and
+// whether retrying can help. Handle returns it (wrapped) only when Transient;
+// a permanent one is recorded (Record.Err) and Handle returns nil.
+type ActError struct {
+	Step      string // get, history, claim, save-spec, delete, wait-delete, create, wait-create, reset, wait-reset, ledger, record
+	Node      string
+	Transient bool
+	Err       error
+}
+
+func (e *ActError) Error() string {
+	kind := "permanent"
+	if e.Transient {
+		kind = "transient"
+	}
+	return fmt.Sprintf("%s %s (%s): %v", e.Step, e.Node, kind, e.Err)
+}
+
+func (e *ActError) Unwrap() error { return e.Err }
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+func (h *Handler) holder() string {
+	if h.Holder != "" {
+		return h.Holder
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
+// Handle handles one event: observes the node (GetNode, and GetQueuedResource
+// when a queued resource owns it), reads the node's history, decides, acts and
+// writes exactly one Record. It returns an error only for a transient failure
+// (the caller retries, Pub/Sub redelivers); then the event is not marked as
+// processed, so the redelivery is handled. A permanent failure is recorded
+// and Handle returns nil.
+func (h *Handler) Handle(ctx context.Context, ev events.Event) (Record, error) {
+	r := h.newRecord(ev)
+	name := ev.Node.Name()
+	if name == "" {
+		d := Decide(ev, Observed{}, History{}, r.Time, h.Config)
+		r.Action, r.Reason = d.Action, d.Reason
+		return h.finish(ctx, ev, r, nil, "")
+	}
+	obs, err := h.observe(ctx, name, &r)
+	if err != nil {
+		return h.failObserve(ctx, ev, r, err)
+	}
+	return h.process(ctx, ev, obs, r, processOpts{})
+}
+
+// Reject records input that could not be parsed into an event. The insertId
+// is taken from raw when it can be found (a LogEntry, or a Pub/Sub push body
+// or CloudEvent data wrapping one).
+func (h *Handler) Reject(ctx context.Context, raw []byte, err error) Record {
+	r := Record{Time: h.now(), InsertID: insertIDOf(raw), Action: ActionReject, DryRun: h.Config.DryRun}
+	r.Reason = "rejected"
+	if err != nil {
+		r.Reason = "rejected: " + err.Error()
+	}
+	_ = h.Recorder.Record(ctx, r) // a lost reject record is not worth a redelivery of bad input
+	return r
+}
+
+type processOpts struct {
+	quiet    bool   // sweep: do not record a plain "record" decision
+	markID   string // sweep: synthetic id of a maintenance event seen in healthDescription (already marked)
+	markTime time.Time
+}
+
+// process decides and acts on an observed node and records the outcome.
+func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r Record, o processOpts) (Record, error) {
+	cfg := h.Config
+	name := ev.Node.Name()
+	now := r.Time
+	eventID := ""
+	if ev.Method != "" {
+		eventID = ev.InsertID
+	}
+	hist, err := h.Store.History(ctx, name, ev.Node.Project, eventID, now, cfg.Window)
+	if err != nil {
+		r.Action, r.Reason = ActionSkip, "ledger unavailable: not decided"
+		return h.finish(ctx, ev, r, &ActError{Step: "history", Node: name, Transient: true, Err: err}, "")
+	}
+	d := Decide(ev, obs, hist, now, cfg)
+	r.Action, r.Reason = d.Action, d.Reason
+	if rec := hist.Recovery; rec != nil {
+		r.Generation = rec.Generation
+		r.Phase = rec.Phase
+	}
+	if o.markID != "" {
+		r.InsertID, r.EventTime = o.markID, o.markTime
+		r.Cause = events.CauseMaintenance
+		r.Reason = fmt.Sprintf("maintenance event at %s seen in healthDescription; %s", o.markTime.UTC().Format(time.RFC3339Nano), r.Reason)
+	}
+
+	var actErr error
+	switch d.Action {
+	case ActionRecord:
+		if hist.Deferral != nil {
+			if err := h.Store.ClearDeferral(ctx, name); err != nil {
+				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("clear deferral: %w", err)}
+			}
+		}
+		if rec := hist.Recovery; actErr == nil && rec != nil && rec.Unfinished() && !now.Before(rec.LeaseUntil) && !cfg.DryRun {
+			actErr = h.closeRecovery(ctx, *rec, d.Reason, &r)
+		}
+	case ActionDefer:
+		df := Deferral{Node: name, Project: ev.Node.Project, Since: now, Due: d.Due, Reason: d.Reason}
+		if hist.Deferral != nil && !hist.Deferral.Since.IsZero() && hist.Deferral.Since.Before(now) {
+			df.Since = hist.Deferral.Since
+		}
+		if err := h.Store.SetDeferral(ctx, df); err != nil {
+			actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("set deferral: %w", err)}
+		}
+	case ActionRecreate, ActionReset:
+		actErr = h.recover(ctx, ev, obs, hist, d, &r)
+	}
+	if o.quiet && r.Action == ActionRecord && actErr == nil && o.markID == "" {
+		return r, nil
+	}
+	return h.finish(ctx, ev, r, actErr, eventID)
+}
+
+// finish marks the event processed (unless handling failed transiently),
+// writes the record and says what the caller must retry.
+func (h *Handler) finish(ctx context.Context, ev events.Event, r Record, actErr error, eventID string) (Record, error) {
+	var ae *ActError
+	transient := actErr != nil && (!errors.As(actErr, &ae) || ae.Transient)
+	if actErr != nil {
+		r.Err = actErr.Error()
+	}
+	if !transient && eventID != "" {
+		if _, err := h.Store.MarkEvent(ctx, eventID, r.Time.Add(h.eventTTL())); err != nil {
+			actErr, transient = &ActError{Step: "ledger", Node: r.Node, Transient: true, Err: fmt.Errorf("mark event %s: %w", eventID, err)}, true
+			r.Err = actErr.Error()
+		}
+	}
+	if err := h.Recorder.Record(ctx, r); err != nil {
+		if !transient {
+			// The decision is made and acted on; the redelivery decides again
+			// from the node's state and records it.
+			return r, &ActError{Step: "record", Node: r.Node, Transient: true, Err: err}
+		}
+		return r, errors.Join(actErr, err)
+	}
+	if transient {
+		return r, fmt.Errorf("handle %s: %w", ev.Node.Name(), actErr)
+	}
+	return r, nil
+}
+
+func (h *Handler) eventTTL() time.Duration {
+	if h.Config.EventTTL > 0 {
+		return h.Config.EventTTL
+	}
+	return DefaultConfig().EventTTL
+}
+
+// failObserve records a failure to read the node: transient → returned for
+// a retry; permanent (403, …) → recorded as skip and acknowledged.
+func (h *Handler) failObserve(ctx context.Context, ev events.Event, r Record, err error) (Record, error) {
+	var ae *ActError
+	if errors.As(err, &ae) && ae.Transient {
+		r.Action, r.Reason = ActionSkip, "could not read the node: transient error; will be retried"
+		return h.finish(ctx, ev, r, err, "")
+	}
+	r.Action, r.Reason = ActionSkip, "could not read the node: permanent error"
+	eventID := ""
+	if ev.Method != "" {
+		eventID = ev.InsertID
+	}
+	return h.finish(ctx, ev, r, err, eventID)
+}
+
+// observe reads the node (nil when NOT FOUND) and the queued resource
+// owning it (nil when none or NOT FOUND).
+func (h *Handler) observe(ctx context.Context, name string, r *Record) (Observed, error) {
+	var obs Observed
+	n, err := h.getNode(ctx, name, r)
+	if err != nil {
+		return obs, err
+	}
+	obs.Node = n
+	if n != nil && n.QueuedResource != "" {
+		qr, err := h.getQueuedResource(ctx, n.QueuedResource, r)
+		if err != nil {
+			return obs, err
+		}
+		obs.QueuedResource = qr
+	}
+	return obs, nil
+}
+
+func (h *Handler) getNode(ctx context.Context, name string, r *Record) (*tpu.Node, error) {
+	var n *tpu.Node
+	err := h.step(ctx, r, "get", name, func() (string, error) {
+		var err error
+		n, err = h.TPU.GetNode(ctx, name)
+		return "", err
+	})
+	if IsNotFound(err) {
+		return nil, nil
+	}
+	return n, err
+}
+
+func (h *Handler) getQueuedResource(ctx context.Context, name string, r *Record) (*tpu.QueuedResource, error) {
+	var qr *tpu.QueuedResource
+	err := h.step(ctx, r, "get-queued-resource", name, func() (string, error) {
+		var err error
+		qr, err = h.TPU.GetQueuedResource(ctx, name)
+		return "", err
+	})
+	if IsNotFound(err) {
+		return nil, nil
+	}
+	return qr, err
+}
+
+// step runs one TPU call with retries on transient errors, appends a Step
+// to the record and returns an *ActError on failure. A NOT FOUND is returned
+// unwrapped-classifiable (IsNotFound still works through ActError).
+func (h *Handler) step(ctx context.Context, r *Record, name, target string, f func() (op string, err error)) error {
+	return h.stepIf(ctx, r, name, target, IsTransient, f)
+}
+
+func (h *Handler) stepIf(ctx context.Context, r *Record, name, target string, transient func(error) bool, f func() (string, error)) error {
+	s := Step{Name: name, Start: h.now()}
+	start := time.Now()
+	err := h.Backoff.retry(ctx, transient, func() error {
+		op, err := f()
+		if op != "" {
+			s.Operation = op
+		}
+		return err
+	})
+	s.Duration = time.Since(start)
+	if err != nil {
+		s.Err = err.Error()
+	}
+	r.Steps = append(r.Steps, s)
+	if err != nil {
+		return &ActError{Step: name, Node: target, Transient: transient(err), Err: err}
+	}
+	return nil
+}
+
+// newRecord starts the record of an event.
+func (h *Handler) newRecord(ev events.Event) Record {
+	return Record{
+		Time:      h.now(),
+		InsertID:  ev.InsertID,
+		EventTime: ev.Time,
+		Node:      ev.Node.Name(),
+		Zone:      ev.Node.Zone,
+		Worker:    ev.Worker,
+		Method:    ev.Method,
+		Cause:     ev.Cause,
+		DryRun:    h.Config.DryRun,
+	}
+}
+
+// recover claims the node's recovery (new, or taken over) and runs it.
+func (h *Handler) recover(ctx context.Context, ev events.Event, obs Observed, hist History, d Decision, r *Record) error {
+	name := ev.Node.Name()
+	now := r.Time
+	rec, err := h.Store.Claim(ctx, ClaimRequest{
+		Node: name, Project: ev.Node.Project, Holder: h.holder(), Now: now,
+		Action: d.Action, EventID: ev.InsertID, Cause: ev.Cause, Config: h.Config,
+	})
+	switch {
+	case errors.Is(err, ErrClaimed):
+		r.Action, r.Reason = ActionSkip, "recovery in flight: "+err.Error()
+		return nil
+	case errors.Is(err, ErrCooldown), errors.Is(err, ErrWindowCap), errors.Is(err, ErrInFlightCap):
+		r.Action, r.Reason = ActionSkip, "guard: "+err.Error()
+		return nil
+	case err != nil:
+		return &ActError{Step: "claim", Node: name, Transient: true, Err: err}
+	}
+	r.Action = rec.Action
+	r.Generation = rec.Generation
+	if hist.Deferral != nil {
+		if err := h.Store.ClearDeferral(ctx, name); err != nil {
+			r.Warnings = append(r.Warnings, "clear deferral: "+err.Error())
+		}
+	}
+	if rec.Action == ActionReset {
+		err = h.runReset(ctx, &rec, obs, r)
+	} else {
+		err = h.runRecreate(ctx, &rec, r)
+	}
+	r.Phase = rec.Phase
+	return err
+}
+
+// closeRecovery ends an unfinished recovery that is no longer needed (the
+// node recovered, or is stopped on purpose): taken over, then marked done.
+func (h *Handler) closeRecovery(ctx context.Context, old Recovery, why string, r *Record) error {
+	rec, err := h.Store.Claim(ctx, ClaimRequest{
+		Node: old.Node, Project: old.Project, Holder: h.holder(), Now: r.Time,
+		Action: old.Action, EventID: old.EventID, Cause: old.Cause, Config: h.Config,
+	})
+	if errors.Is(err, ErrClaimed) {
+		return nil // somebody else is on it
+	}
+	if err != nil {
+		return &ActError{Step: "claim", Node: old.Node, Transient: true, Err: err}
+	}
+	if rec.Generation != old.Generation || !rec.Unfinished() {
+		// Not a takeover: the store started a new recovery. Leave it to
+		// expire as claimed; it will be closed the same way.
+		r.Warnings = append(r.Warnings, fmt.Sprintf("closing recovery: store started gen %d instead of taking over gen %d", rec.Generation, old.Generation))
+	}
+	rec.Phase = PhaseDone
+	rec.LastError = "closed without finishing: " + why
+	err = h.update(ctx, &rec, r)
+	r.Phase, r.Generation = rec.Phase, rec.Generation
+	return err
+}
+
+// update saves the recovery's progress and renews its lease.
+func (h *Handler) update(ctx context.Context, rec *Recovery, r *Record) error {
+	now := h.now()
+	rec.UpdatedAt = now
+	rec.LeaseUntil = now.Add(h.lease())
+	if err := h.Store.Update(ctx, *rec); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			return &ActError{Step: "ledger", Node: rec.Node, Transient: false, Err: err}
+		}
+		return &ActError{Step: "ledger", Node: rec.Node, Transient: true, Err: fmt.Errorf("save phase %s: %w", rec.Phase, err)}
+	}
+	return nil
+}
+
+func (h *Handler) lease() time.Duration {
+	if h.Config.Lease > 0 {
+		return h.Config.Lease
+	}
+	return DefaultConfig().Lease
+}
+
+// fail ends an attempt. A transient failure leaves the phase as it is (the
+// redelivery or the sweep, once the lease expires, continues from there); a
+// permanent one saves PhaseFailed with LastError, the spec kept, and the
+// lease renewed: the lease is the back-off before the next attempt.
+func (h *Handler) fail(ctx context.Context, rec *Recovery, r *Record, err error) error {
+	var ae *ActError
+	if errors.As(err, &ae) && ae.Transient {
+		return err
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		return err
+	}
+	rec.Phase = PhaseFailed
+	rec.LastError = err.Error()
+	if uerr := h.update(ctx, rec, r); uerr != nil {
+		return errors.Join(err, uerr)
+	}
+	return err
+}
+
+// runRecreate runs a recreate from rec.Phase to done: save the spec, delete,
+// wait, create with the saved spec, wait. Each phase is saved before the
+// step it names, so any crash is finished from the recorded phase.
+func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) error {
+	parent, _, _, nodeID, err := parseNodeName(rec.Node)
+	if err != nil {
+		return h.fail(ctx, rec, r, &ActError{Step: "parse", Node: rec.Node, Err: err})
+	}
+	for {
+		switch rec.Phase {
+		case PhaseDone:
+			return nil
+
+		case PhaseFailed:
+			// Where to resume is read from the node, not guessed.
+			node, err := h.getNode(ctx, rec.Node, r)
+			if err != nil {
+				return h.fail(ctx, rec, r, err)
+			}
+			rec.Phase = resumePhase(*rec, node)
+			if rec.Phase == PhaseDone {
+				r.Warnings = append(r.Warnings, "node of this recovery's generation already exists: recovery finished")
+				if err := h.update(ctx, rec, r); err != nil {
+					return err
+				}
+			}
+
+		case PhaseClaimed:
+			node, err := h.getNode(ctx, rec.Node, r)
+			if err != nil {
+				return h.fail(ctx, rec, r, err)
+			}
+			if node == nil || healthy(node) || onPurpose(node.State) {
+				why := "node NOT FOUND before its spec was saved: deleted by someone else; not recreated"
+				if node != nil {
+					why = "node is " + describe(node) + " by the time it was claimed: not recreated"
+				}
+				r.Action, r.Reason = ActionRecord, why
+				rec.Phase, rec.LastError = PhaseDone, "closed without finishing: "+why
+				return h.update(ctx, rec, r)
+			}
+			rec.Spec = CleanSpec(node)
+			rec.Phase = PhaseSaved
+			s := Step{Name: "save-spec", Start: h.now()}
+			err = h.update(ctx, rec, r)
+			if err != nil {
+				s.Err = err.Error()
+			}
+			r.Steps = append(r.Steps, s)
+			if err != nil {
+				return err
+			}
+
+		case PhaseSaved:
+			var op string
+			err := h.step(ctx, r, "delete", rec.Node, func() (string, error) {
+				var err error
+				op, err = h.TPU.DeleteNode(ctx, rec.Node)
+				return op, err
+			})
+			switch {
+			case IsNotFound(err):
+				rec.Phase, rec.DeleteOp = PhaseDeleted, ""
+			case err != nil:
+				return h.fail(ctx, rec, r, err)
+			default:
+				rec.Phase, rec.DeleteOp = PhaseDeleting, op
+			}
+			if err := h.update(ctx, rec, r); err != nil {
+				return err
+			}
+
+		case PhaseDeleting:
+			var waitErr error
+			if rec.DeleteOp != "" {
+				waitErr = h.step(ctx, r, "wait-delete", rec.Node, func() (string, error) {
+					return rec.DeleteOp, h.TPU.WaitOperation(ctx, rec.DeleteOp)
+				})
+			}
+			// Deleted only when the API says so, whatever the operation said.
+			node, err := h.getNode(ctx, rec.Node, r)
+			if err != nil {
+				return h.fail(ctx, rec, r, err)
+			}
+			switch {
+			case node == nil:
+				rec.Phase = PhaseDeleted
+				if err := h.update(ctx, rec, r); err != nil {
+					return err
+				}
+			case node.State == stateDeleting:
+				return h.fail(ctx, rec, r, &ActError{Step: "wait-delete", Node: rec.Node, Transient: true,
+					Err: errors.Join(errors.New("node is still DELETING"), waitErr)})
+			case waitErr != nil && !IsNotFound(waitErr):
+				// The delete failed. Request it again next time.
+				rec.Phase = PhaseSaved
+				var ae *ActError
+				if errors.As(waitErr, &ae) && ae.Transient {
+					if err := h.update(ctx, rec, r); err != nil {
+						return err
+					}
+				}
+				return h.fail(ctx, rec, r, waitErr)
+			default:
+				rec.Phase = PhaseSaved // the delete did not happen: request it again
+			}
+
+		case PhaseDeleted:
+			spec, warnings := createSpec(rec.Spec, rec.Generation, h.Config.StartupScript)
+			r.Warnings = append(r.Warnings, warnings...)
+			r.Spec = spec
+			var op string
+			transient := func(err error) bool { return IsTransient(err) && !isExhausted(err) }
+			err := h.stepIf(ctx, r, "create", rec.Node, transient, func() (string, error) {
+				var err error
+				op, err = h.TPU.CreateNode(ctx, parent, nodeID, spec)
+				return op, err
+			})
+			if IsAlreadyExists(err) {
+				node, gerr := h.getNode(ctx, rec.Node, r)
+				if gerr != nil {
+					return h.fail(ctx, rec, r, gerr)
+				}
+				if node == nil {
+					return h.fail(ctx, rec, r, &ActError{Step: "create", Node: rec.Node, Transient: true,
+						Err: fmt.Errorf("ALREADY_EXISTS but NOT FOUND: %w", err)})
+				}
+				if node.Labels[GenerationLabel] != strconv.Itoa(rec.Generation) {
+					r.Warnings = append(r.Warnings, "node already existed when recreating it: created by someone else; left as it is")
+				}
+				rec.Phase = PhaseDone
+				return h.update(ctx, rec, r)
+			}
+			if err != nil {
+				return h.fail(ctx, rec, r, err)
+			}
+			rec.Phase, rec.CreateOp = PhaseCreating, op
+			if err := h.update(ctx, rec, r); err != nil {
+				return err
+			}
+
+		case PhaseCreating:
+			if r.Spec == nil && rec.Spec != nil {
+				r.Spec, _ = createSpec(rec.Spec, rec.Generation, h.Config.StartupScript)
+			}
+			if rec.CreateOp != "" {
+				transient := func(err error) bool { return IsTransient(err) && !isExhausted(err) }
+				waitErr := h.stepIf(ctx, r, "wait-create", rec.Node, transient, func() (string, error) {
+					return rec.CreateOp, h.TPU.WaitOperation(ctx, rec.CreateOp)
+				})
+				if waitErr != nil {
+					// Believe the node: if it is not there, the create failed
+					// (a stockout shows up here) and is requested again next
+					// time, from PhaseDeleted.
+					node, err := h.getNode(ctx, rec.Node, r)
+					if err != nil {
+						return h.fail(ctx, rec, r, err)
+					}
+					if node != nil && IsNotFound(waitErr) {
+						rec.Phase = PhaseDone
+						return h.update(ctx, rec, r)
+					}
+					if node == nil {
+						if IsNotFound(waitErr) {
+							rec.Phase = PhaseDeleted
+							continue
+						}
+						rec.Phase = PhaseDeleted
+						var ae *ActError
+						if errors.As(waitErr, &ae) && ae.Transient {
+							if err := h.update(ctx, rec, r); err != nil {
+								return err
+							}
+						}
+					}
+					return h.fail(ctx, rec, r, waitErr)
+				}
+			}
+			rec.Phase = PhaseDone
+			return h.update(ctx, rec, r)
+
+		default:
+			return h.fail(ctx, rec, r, &ActError{Step: "resume", Node: rec.Node, Err: fmt.Errorf("unknown phase %q", rec.Phase)})
+		}
+	}
+}
+
+// resumePhase says where a failed recreate resumes, from the node as the API
+// shows it now.
+func resumePhase(rec Recovery, node *tpu.Node) Phase {
+	switch {
+	case node == nil && rec.Spec == nil:
+		return PhaseClaimed // PhaseClaimed closes it: nothing to recreate from
+	case node == nil:
+		return PhaseDeleted
+	case node.Labels[GenerationLabel] == strconv.Itoa(rec.Generation):
+		if node.State == "CREATING" && rec.CreateOp != "" {
+			return PhaseCreating
+		}
+		return PhaseDone
+	case node.State == stateDeleting && rec.DeleteOp != "":
+		return PhaseDeleting
+	case rec.Spec == nil:
+		return PhaseClaimed
+	default:
+		return PhaseSaved
+	}
+}
+
+// runReset resets the queued resource owning the node: claimed → saved (the
+// queued resource's name recorded) → creating (the reset operation in
+// CreateOp) → done.
+func (h *Handler) runReset(ctx context.Context, rec *Recovery, obs Observed, r *Record) error {
+	for {
+		switch rec.Phase {
+		case PhaseDone:
+			return nil
+		case PhaseClaimed, PhaseFailed:
+			if rec.QueuedResource == "" && obs.Node != nil {
+				rec.QueuedResource = obs.Node.QueuedResource
+			}
+			if rec.QueuedResource == "" {
+				rec.Phase, rec.LastError = PhaseDone, "closed without finishing: no queued resource to reset"
+				r.Action, r.Reason = ActionRecord, "node is no longer owned by a queued resource: not reset"
+				return h.update(ctx, rec, r)
+			}
+			if rec.Spec == nil && obs.Node != nil {
+				rec.Spec = CleanSpec(obs.Node)
+			}
+			rec.Phase = PhaseSaved
+			if err := h.update(ctx, rec, r); err != nil {
+				return err
+			}
+		case PhaseSaved, PhaseDeleting, PhaseDeleted:
+			var op string
+			err := h.step(ctx, r, "reset", rec.QueuedResource, func() (string, error) {
+				var err error
+				op, err = h.TPU.ResetQueuedResource(ctx, rec.QueuedResource)
+				return op, err
+			})
+			if err != nil {
+				return h.fail(ctx, rec, r, err)
+			}
+			rec.Phase, rec.CreateOp = PhaseCreating, op
+			if err := h.update(ctx, rec, r); err != nil {
+				return err
+			}
+		case PhaseCreating:
+			if rec.CreateOp != "" {
+				err := h.step(ctx, r, "wait-reset", rec.QueuedResource, func() (string, error) {
+					return rec.CreateOp, h.TPU.WaitOperation(ctx, rec.CreateOp)
+				})
+				if err != nil && !IsNotFound(err) {
+					return h.fail(ctx, rec, r, err)
+				}
+			}
+			rec.Phase = PhaseDone
+			return h.update(ctx, rec, r)
+		default:
+			return h.fail(ctx, rec, r, &ActError{Step: "resume", Node: rec.Node, Err: fmt.Errorf("unknown phase %q", rec.Phase)})
+		}
+	}
+}
+
+// insertIDOf finds a LogEntry's insertId in raw input, unwrapping a Pub/Sub
+// push body or CloudEvent data; "" when there is none.
+func insertIDOf(raw []byte) string {
+	var v struct {
+		InsertID string `json:"insertId"`
+		Message  *struct {
+			Data string `json:"data"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	if v.InsertID != "" || v.Message == nil {
+		return v.InsertID
+	}
+	data, err := base64.StdEncoding.DecodeString(v.Message.Data)
+	if err != nil {
+		return ""
+	}
+	return insertIDOf(data)
+}

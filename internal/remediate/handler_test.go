@@ -1,0 +1,482 @@
+package remediate_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/ledger"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+	"github.com/tpu-autoheal/autoheal/startup"
+)
+
+const (
+	project  = "acme-ml"
+	zone     = "us-central2-b"
+	nodeID   = "llm-v4-128"
+	nodeName = "projects/acme-ml/locations/us-central2-b/nodes/llm-v4-128"
+	qrName   = "projects/acme-ml/locations/us-central2-b/queuedResources/qr-1"
+	script   = "#!/bin/bash\nexec /opt/resume-training\n"
+)
+
+var start = time.Date(2026, 11, 20, 4, 0, 0, 0, time.UTC)
+
+// clock is a settable clock shared by the handler, the ledger and the fake.
+type clock struct {
+	mu   sync.Mutex
+	now  time.Time
+	tick time.Duration // added on every reading
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.now
+	c.now = c.now.Add(c.tick)
+	return t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+type records struct {
+	mu  sync.Mutex
+	all []remediate.Record
+}
+
+func (r *records) Record(_ context.Context, rec remediate.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.all = append(r.all, rec)
+	return nil
+}
+
+func (r *records) list() []remediate.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]remediate.Record(nil), r.all...)
+}
+
+type env struct {
+	fake    *tpufake.Server
+	store   *ledger.Memory
+	records *records
+	clock   *clock
+	h       *remediate.Handler
+}
+
+func newEnv(t *testing.T, f tpufake.Fleet, opts ...tpufake.Option) *env {
+	t.Helper()
+	clk := &clock{now: start}
+	fake := tpufake.New(f, opts...)
+	t.Cleanup(fake.Close)
+	svc, err := fake.Service(context.Background())
+	if err != nil {
+		t.Fatalf("fake service: %v", err)
+	}
+	client := tpuapi.New(svc)
+	client.PollInterval = time.Millisecond
+	store := ledger.NewMemory(ledger.WithClock(clk.Now))
+	recs := &records{}
+	cfg := remediate.DefaultConfig()
+	cfg.StartupScript = script
+	return &env{fake: fake, store: store, records: recs, clock: clk, h: &remediate.Handler{
+		TPU: client, Store: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
+		Backoff: remediate.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond, Attempts: 4},
+	}}
+}
+
+// fullNode is a node with every field a person can set, set.
+func fullNode(state string) *tpu.Node {
+	return &tpu.Node{
+		Name:              nodeName,
+		AcceleratorType:   "v4-128",
+		AcceleratorConfig: &tpu.AcceleratorConfig{Type: "V4", Topology: "4x4x4"},
+		RuntimeVersion:    "tpu-ubuntu2204-base",
+		Description:       "llm pretraining",
+		CidrBlock:         "10.240.0.0/29",
+		State:             state,
+		Health:            "UNHEALTHY_MAINTENANCE",
+		HealthDescription: "The TPU had a maintenance event at 2026-11-20T03:44:36.265703305Z",
+		NetworkConfig: &tpu.NetworkConfig{
+			Network:           "projects/acme-ml/global/networks/default",
+			Subnetwork:        "projects/acme-ml/regions/us-central2/subnetworks/default",
+			EnableExternalIps: true, CanIpForward: true, QueueCount: 4,
+		},
+		ServiceAccount: &tpu.ServiceAccount{
+			Email: "trainer@acme-ml.iam.gserviceaccount.com",
+			Scope: []string{"https://www.googleapis.com/auth/cloud-platform"},
+		},
+		SchedulingConfig:       &tpu.SchedulingConfig{Reserved: true},
+		ShieldedInstanceConfig: &tpu.ShieldedInstanceConfig{EnableSecureBoot: true},
+		BootDiskConfig:         &tpu.BootDiskConfig{CustomerEncryptionKey: &tpu.CustomerEncryptionKey{KmsKeyName: "projects/acme-ml/locations/us/keyRings/r/cryptoKeys/k"}},
+		DataDisks:              []*tpu.AttachedDisk{{SourceDisk: "projects/acme-ml/zones/us-central2-b/disks/data", Mode: "READ_ONLY"}},
+		Labels:                 map[string]string{"tpu-autoheal": "enabled", "team": "llm"},
+		Metadata: map[string]string{
+			"autoheal-train-cmd":      "python3 train.py --config=llm.yaml",
+			"autoheal-checkpoint-dir": "gs://acme-ckpt/llm",
+			"startup-script":          "#!/bin/bash\necho old",
+		},
+		Tags:             []string{"tpu-train", "ssh"},
+		NetworkEndpoints: []*tpu.NetworkEndpoint{{IpAddress: "10.128.0.7", Port: 8470}},
+		CreateTime:       "2026-11-01T00:00:00Z",
+		Id:               4721934471238,
+		ApiVersion:       "V2",
+		Symptoms:         []*tpu.Symptom{{SymptomType: "LOW_MEMORY", Details: "x"}},
+	}
+}
+
+func terminate(id string) events.Event {
+	return events.Event{
+		InsertID: id, Time: start.Add(-time.Minute), Method: events.MethodTerminate,
+		Node:  events.NodeRef{Project: project, Zone: zone, Node: nodeID},
+		Cause: events.CauseMaintenance,
+	}
+}
+
+// userSpec is what a person chose for a node: n without output-only fields
+// and without our generation label.
+func userSpec(t *testing.T, n *tpu.Node) *tpu.Node {
+	t.Helper()
+	if n == nil {
+		t.Fatal("node is missing")
+	}
+	c := remediate.CleanSpec(n)
+	c.Name = ""
+	delete(c.Labels, remediate.GenerationLabel)
+	return c
+}
+
+func nodeOf(t *testing.T, f *tpufake.Server, name string) *tpu.Node {
+	t.Helper()
+	for _, n := range f.Fleet().Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func wantCounts(t *testing.T, f *tpufake.Server, want map[string]int) {
+	t.Helper()
+	got := map[string]int{}
+	for rpc := range want {
+		got[rpc] = f.Count(rpc, "")
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("TPU calls mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestTerminatedNodeIsRecreatedWithTheSameSpec(t *testing.T) {
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	rec, err := e.h.Handle(context.Background(), terminate("e1"))
+	if err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseDone || rec.Err != "" {
+		t.Fatalf("Handle = %s phase %s err %q (%s), want recreate done", rec.Action, rec.Phase, rec.Err, rec.Reason)
+	}
+	wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 1})
+
+	got := nodeOf(t, e.fake, nodeName)
+	if got == nil || got.State != "READY" {
+		t.Fatalf("recreated node = %+v, want READY", got)
+	}
+	if g := got.Labels[remediate.GenerationLabel]; g != "1" {
+		t.Errorf("generation label = %q, want 1", g)
+	}
+	if s := got.Metadata["startup-script"]; s != script {
+		t.Errorf("startup-script = %q, want the configured script", s)
+	}
+	want := userSpec(t, fullNode("TERMINATED"))
+	want.Metadata["startup-script"] = script
+	if diff := cmp.Diff(want, userSpec(t, got)); diff != "" {
+		t.Errorf("recreated spec mismatch (-want +got):\n%s", diff)
+	}
+	// The record carries the spec sent and every step.
+	if rec.Spec == nil || rec.Spec.Labels[remediate.GenerationLabel] != "1" || rec.Generation != 1 {
+		t.Errorf("record spec/generation = %+v / %d, want the created spec, generation 1", rec.Spec, rec.Generation)
+	}
+	var steps []string
+	for _, s := range rec.Steps {
+		steps = append(steps, s.Name)
+	}
+	if diff := cmp.Diff([]string{"get", "get", "save-spec", "delete", "wait-delete", "get", "create", "wait-create"}, steps); diff != "" {
+		t.Errorf("steps mismatch (-want +got):\n%s", diff)
+	}
+	if len(e.records.list()) != 1 {
+		t.Errorf("records = %d, want exactly one", len(e.records.list()))
+	}
+}
+
+func TestStartupScript(t *testing.T) {
+	tests := []struct {
+		name        string
+		configured  string
+		nodeScript  string
+		dropKey     string // a metadata key removed from the node before the event
+		want        string
+		wantWarning bool
+	}{
+		{name: "embedded resume-training script is set and the node's autoheal keys are kept", configured: startup.Script, nodeScript: "old", want: startup.Script},
+		{name: "embedded script on a node without autoheal-train-cmd warns", configured: startup.Script, dropKey: startup.MetadataTrainCmd, want: startup.Script, wantWarning: true},
+		{name: "configured script wins", configured: "new", nodeScript: "old", want: "new"},
+		{name: "node's own script is kept when none is configured", nodeScript: "old", want: "old"},
+		{name: "no script at all recreates and warns", want: "", wantWarning: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := fullNode("TERMINATED")
+			n.Metadata["startup-script"] = tt.nodeScript
+			if tt.nodeScript == "" {
+				delete(n.Metadata, "startup-script")
+			}
+			delete(n.Metadata, tt.dropKey)
+			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{n}})
+			e.h.Config.StartupScript = tt.configured
+			rec, err := e.h.Handle(context.Background(), terminate("e1"))
+			if err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			got := nodeOf(t, e.fake, nodeName).Metadata
+			if got["startup-script"] != tt.want {
+				t.Errorf("startup-script = %q, want %q", got["startup-script"], tt.want)
+			}
+			for _, k := range []string{startup.MetadataTrainCmd, startup.MetadataCheckpointDir} {
+				if k != tt.dropKey && got[k] != n.Metadata[k] {
+					t.Errorf("metadata %s = %q, want %q carried over", k, got[k], n.Metadata[k])
+				}
+			}
+			if got := len(rec.Warnings) > 0; got != tt.wantWarning {
+				t.Errorf("warnings = %q, want some: %v", rec.Warnings, tt.wantWarning)
+			}
+		})
+	}
+}
+
+func TestHandleDoesNotMutate(t *testing.T) {
+	unlabelled := fullNode("TERMINATED")
+	unlabelled.Labels = map[string]string{"team": "llm"}
+	healthy := fullNode("READY")
+	healthy.Health = "HEALTHY"
+	user := terminate("u1")
+	user.Cause = events.CauseUser
+	tests := []struct {
+		name   string
+		node   *tpu.Node
+		ev     events.Event
+		dryRun bool
+		want   remediate.Action
+	}{
+		{name: "healthy node is only recorded", node: healthy, ev: terminate("e1"), want: remediate.ActionRecord},
+		{name: "unlabelled node is skipped", node: unlabelled, ev: terminate("e1"), want: remediate.ActionSkip},
+		{name: "user termination is skipped", node: fullNode("TERMINATED"), ev: user, want: remediate.ActionSkip},
+		{name: "dry run makes no mutating call", node: fullNode("TERMINATED"), ev: terminate("e1"), dryRun: true, want: remediate.ActionSkip},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{tt.node}})
+			e.h.Config.DryRun = tt.dryRun
+			rec, err := e.h.Handle(context.Background(), tt.ev)
+			if err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			if rec.Action != tt.want {
+				t.Errorf("Handle = %s (%s), want %s", rec.Action, rec.Reason, tt.want)
+			}
+			wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0, "queuedResources.reset": 0})
+			if u, _ := e.store.Unfinished(context.Background()); len(u) != 0 {
+				t.Errorf("unfinished recoveries = %+v, want none (no claim)", u)
+			}
+		})
+	}
+}
+
+func TestRepeatedEventAndSecondTerminateDoNotRecreateAgain(t *testing.T) {
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	ctx := context.Background()
+	if _, err := e.h.Handle(ctx, terminate("e1")); err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	e.clock.Advance(time.Minute)
+	rec, err := e.h.Handle(ctx, terminate("e1"))
+	if err != nil || rec.Action != remediate.ActionSkip || !strings.Contains(rec.Reason, "already handled") {
+		t.Errorf("repeat Handle = %s %q, %v; want skip already handled", rec.Action, rec.Reason, err)
+	}
+	rec, err = e.h.Handle(ctx, terminate("e2"))
+	if err != nil || rec.Action != remediate.ActionRecord {
+		t.Errorf("second terminate Handle = %s %q, %v; want record", rec.Action, rec.Reason, err)
+	}
+	wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 1})
+}
+
+func TestTransientAndPermanentFailures(t *testing.T) {
+	t.Run("transient 503 on delete is retried in-process", func(t *testing.T) {
+		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+		e.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Code: 503, Times: 2})
+		rec, err := e.h.Handle(context.Background(), terminate("e1"))
+		if err != nil || rec.Phase != remediate.PhaseDone {
+			t.Fatalf("Handle = %s phase %s, %v; want done", rec.Action, rec.Phase, err)
+		}
+		wantCounts(t, e.fake, map[string]int{"nodes.delete": 3, "nodes.create": 1})
+	})
+	t.Run("lasting 503 returns the error and leaves the event unmarked", func(t *testing.T) {
+		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+		e.fake.Fail(tpufake.FailRule{RPC: "nodes.get", Code: 503, Times: 4})
+		rec, err := e.h.Handle(context.Background(), terminate("e1"))
+		var ae *remediate.ActError
+		if err == nil || !errors.As(err, &ae) || !ae.Transient || rec.Err == "" {
+			t.Fatalf("Handle = %v (record err %q), want a transient ActError", err, rec.Err)
+		}
+		// The redelivery is handled, not skipped as already handled.
+		rec, err = e.h.Handle(context.Background(), terminate("e1"))
+		if err != nil || rec.Action != remediate.ActionRecreate {
+			t.Fatalf("redelivered Handle = %s %q, %v; want recreate", rec.Action, rec.Reason, err)
+		}
+	})
+	t.Run("permanent 403 on delete is recorded and acknowledged", func(t *testing.T) {
+		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+		e.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Code: 403})
+		rec, err := e.h.Handle(context.Background(), terminate("e1"))
+		if err != nil {
+			t.Fatalf("Handle = %v, want nil for a permanent failure", err)
+		}
+		if !strings.Contains(rec.Err, "403") || rec.Phase != remediate.PhaseFailed {
+			t.Errorf("record = phase %s err %q, want failed with the 403", rec.Phase, rec.Err)
+		}
+		wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 0})
+		u, _ := e.store.Unfinished(context.Background())
+		if len(u) != 1 || u[0].Phase != remediate.PhaseFailed || u[0].Spec == nil {
+			t.Errorf("unfinished = %+v, want one failed recovery with its spec", u)
+		}
+	})
+}
+
+func TestStockoutFailsThenSweepFinishesWithTheSameSpec(t *testing.T) {
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	ctx := context.Background()
+	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Status: "RESOURCE_EXHAUSTED", Times: 1})
+	rec, err := e.h.Handle(ctx, terminate("e1"))
+	if err != nil {
+		t.Fatalf("Handle = %v, want nil: a stockout is not retried by redelivery", err)
+	}
+	if rec.Phase != remediate.PhaseFailed || rec.Err == "" {
+		t.Fatalf("record phase %s err %q, want failed", rec.Phase, rec.Err)
+	}
+	u, _ := e.store.Unfinished(ctx)
+	if len(u) != 1 || u[0].Spec == nil || u[0].Phase != remediate.PhaseFailed {
+		t.Fatalf("unfinished = %+v, want the failed recovery with its spec", u)
+	}
+	if n := nodeOf(t, e.fake, nodeName); n != nil {
+		t.Fatalf("node exists after a failed create: %+v", n)
+	}
+
+	// A sweep within the lease does not retry (no retry storm).
+	res, err := e.h.Sweep(ctx, remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}})
+	if err != nil || e.fake.Count("nodes.create", "") != 1 {
+		t.Fatalf("sweep within lease: %v, creates %d; want no retry", err, e.fake.Count("nodes.create", ""))
+	}
+	e.clock.Advance(16 * time.Minute)
+	res, err = e.h.Sweep(ctx, remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}})
+	if err != nil || !res.Complete {
+		t.Fatalf("Sweep = %+v, %v", res, err)
+	}
+	if len(res.Records) != 1 || res.Records[0].Phase != remediate.PhaseDone {
+		t.Fatalf("sweep records = %+v, want one finished recovery", res.Records)
+	}
+	want := userSpec(t, fullNode("TERMINATED"))
+	want.Metadata["startup-script"] = script
+	if diff := cmp.Diff(want, userSpec(t, nodeOf(t, e.fake, nodeName))); diff != "" {
+		t.Errorf("spec after the sweep mismatch (-want +got):\n%s", diff)
+	}
+	wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 2})
+}
+
+// crashingStore fails the first Update that saves phase, as a crash right
+// after the step before it would.
+type crashingStore struct {
+	remediate.Store
+	phase   remediate.Phase
+	crashed bool
+}
+
+func (s *crashingStore) Update(ctx context.Context, rec remediate.Recovery) error {
+	if !s.crashed && rec.Phase == s.phase {
+		s.crashed = true
+		return errors.New("crash")
+	}
+	return s.Store.Update(ctx, rec)
+}
+
+func TestCrashBetweenPhasesIsFinishedWithTheSavedSpec(t *testing.T) {
+	for _, phase := range []remediate.Phase{remediate.PhaseSaved, remediate.PhaseDeleting, remediate.PhaseDeleted, remediate.PhaseCreating, remediate.PhaseDone} {
+		t.Run("crash saving "+string(phase), func(t *testing.T) {
+			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+			ctx := context.Background()
+			crash := &crashingStore{Store: e.store, phase: phase}
+			e.h.Store = crash
+			if _, err := e.h.Handle(ctx, terminate("e1")); err == nil {
+				t.Fatal("Handle after a crash = nil, want a transient error")
+			}
+			if !crash.crashed {
+				t.Fatal("the store never crashed")
+			}
+			e.clock.Advance(16 * time.Minute) // the lease expires
+			res, err := e.h.Sweep(ctx, remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}})
+			if err != nil {
+				t.Fatalf("Sweep: %v", err)
+			}
+			if u, _ := e.store.Unfinished(ctx); len(u) != 0 {
+				t.Fatalf("unfinished after the sweep = %+v (records %+v)", u, res.Records)
+			}
+			got := nodeOf(t, e.fake, nodeName)
+			want := userSpec(t, fullNode("TERMINATED"))
+			want.Metadata["startup-script"] = script
+			if diff := cmp.Diff(want, userSpec(t, got)); diff != "" {
+				t.Errorf("spec mismatch (-want +got):\n%s", diff)
+			}
+			// A create whose operation name was lost by the crash is not
+			// waited for: the node finishes creating by itself.
+			if got.Labels[remediate.GenerationLabel] != "1" || (got.State != "READY" && !(phase == remediate.PhaseCreating && got.State == "CREATING")) {
+				t.Errorf("node = %s gen %q, want READY generation 1", got.State, got.Labels[remediate.GenerationLabel])
+			}
+			// Exactly one node was created; a second create may be tried
+			// and must have met ALREADY_EXISTS.
+			if c := e.fake.Count("nodes.create", ""); c < 1 || c > 2 {
+				t.Errorf("creates = %d, want 1 or 2", c)
+			}
+		})
+	}
+}
+
+func TestQueuedResourceOwnedNodeIsResetNotDeleted(t *testing.T) {
+	n := fullNode("TERMINATED")
+	n.QueuedResource = qrName
+	spec := userSpec(t, fullNode("TERMINATED"))
+	q := &tpu.QueuedResource{
+		Name:  qrName,
+		State: &tpu.QueuedResourceState{State: "ACTIVE"},
+		Tpu: &tpu.Tpu{NodeSpec: []*tpu.NodeSpec{{
+			Parent: "projects/acme-ml/locations/us-central2-b", NodeId: nodeID, Node: spec,
+		}}},
+	}
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{n}, QueuedResources: []*tpu.QueuedResource{q}})
+	rec, err := e.h.Handle(context.Background(), terminate("e1"))
+	if err != nil || rec.Action != remediate.ActionReset || rec.Phase != remediate.PhaseDone {
+		t.Fatalf("Handle = %s phase %s %q, %v; want reset done", rec.Action, rec.Phase, rec.Reason, err)
+	}
+	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0, "queuedResources.reset": 1})
+}

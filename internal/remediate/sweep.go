@@ -1,0 +1,230 @@
+package remediate
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+)
+
+// SweepOptions says what a sweep lists and how long it may take.
+type SweepOptions struct {
+	Projects, Zones []string
+	Budget          time.Duration // 0 = no limit
+}
+
+// SweepResult is what a sweep did.
+type SweepResult struct {
+	// Records are the records written. A swept node whose decision is a
+	// plain record (healthy, stopped on purpose, …) with nothing new is
+	// looked at but not recorded, so a sweep every few minutes does not
+	// flood the audit trail; a maintenance event first seen in a node's
+	// healthDescription is recorded once.
+	Records  []Record
+	Nodes    int      // opted-in nodes looked at
+	Complete bool     // false when the budget ran out; the cursor is saved
+	Errors   []string // locations that could not be listed (permanent errors); the sweep went on
+}
+
+// maintenanceRE finds the time in "The TPU had a maintenance event at <time>".
+var maintenanceRE = regexp.MustCompile(`maintenance event at (\S+)`)
+
+// Sweep catches what the logs missed. It (1) continues unfinished recoveries
+// whose lease expired (a failed one holds its lease as a back-off, so a
+// stockout is retried at most once per lease, and at most once per sweep)
+// and acts on due deferrals, then (2) lists the nodes of Projects × Zones,
+// page by page from the saved cursor, and decides about every opted-in node
+// as for an event without one (ev.Method ""). When the budget runs out it
+// saves the cursor and returns Complete false; the next sweep resumes there.
+// The error is non-nil only when the sweep could not go on (transient
+// failures of a node are in its record and the sweep continues).
+func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, error) {
+	var res SweepResult
+	start := h.now()
+	over := func() bool { return opts.Budget > 0 && h.now().Sub(start) >= opts.Budget }
+	seen := map[string]bool{}
+	add := func(r Record, recorded bool) {
+		if recorded {
+			res.Records = append(res.Records, r)
+		}
+	}
+
+	// (1) Unfinished recoveries and due deferrals.
+	unfinished, err := h.Store.Unfinished(ctx)
+	if err != nil {
+		return res, fmt.Errorf("sweep: list unfinished recoveries: %w", err)
+	}
+	for _, rec := range unfinished {
+		if seen[rec.Node] || h.now().Before(rec.LeaseUntil) {
+			continue
+		}
+		if over() {
+			return res, nil
+		}
+		seen[rec.Node] = true
+		add(h.sweepNode(ctx, rec.Node, nil, rec.Cause, false))
+	}
+	due, err := h.Store.DueDeferrals(ctx, h.now())
+	if err != nil {
+		return res, fmt.Errorf("sweep: list due deferrals: %w", err)
+	}
+	for _, d := range due {
+		if seen[d.Node] {
+			continue
+		}
+		if over() {
+			return res, nil
+		}
+		seen[d.Node] = true
+		add(h.sweepNode(ctx, d.Node, nil, "", false))
+	}
+
+	// (2) Every opted-in node, from the cursor.
+	cursor, err := h.Store.SweepCursor(ctx)
+	if err != nil {
+		return res, fmt.Errorf("sweep: read cursor: %w", err)
+	}
+	cp, cz, token := parseCursor(cursor, opts)
+	for pi := cp; pi < len(opts.Projects); pi++ {
+		for zi := 0; zi < len(opts.Zones); zi++ {
+			if pi == cp && zi < cz {
+				continue
+			}
+			project, zone := opts.Projects[pi], opts.Zones[zi]
+			parent := fmt.Sprintf("projects/%s/locations/%s", project, zone)
+			for {
+				if over() {
+					return res, h.saveCursor(ctx, project+"/"+zone+"/"+token)
+				}
+				var nodes []*tpu.Node
+				var next string
+				r := Record{}
+				err := h.step(ctx, &r, "list", parent, func() (string, error) {
+					var err error
+					nodes, next, err = h.TPU.ListNodes(ctx, parent, token)
+					return "", err
+				})
+				if err != nil {
+					if !IsTransient(err) {
+						// NOT FOUND (no such location in the project) or a
+						// permanent error: the other locations still count.
+						if !IsNotFound(err) {
+							res.Errors = append(res.Errors, err.Error())
+						}
+						break
+					}
+					_ = h.saveCursor(ctx, project+"/"+zone+"/"+token)
+					return res, fmt.Errorf("sweep: %w", err)
+				}
+				for _, n := range nodes {
+					if n == nil || seen[n.Name] || n.Labels[h.Config.LabelKey] != h.Config.LabelValue {
+						continue
+					}
+					if over() {
+						// Resume at this page: deciding again about its
+						// first nodes is harmless.
+						return res, h.saveCursor(ctx, project+"/"+zone+"/"+token)
+					}
+					seen[n.Name] = true
+					res.Nodes++
+					add(h.sweepNode(ctx, n.Name, n, "", true))
+				}
+				if next == "" {
+					break
+				}
+				token = next
+			}
+			token = ""
+		}
+	}
+	res.Complete = true
+	return res, h.saveCursor(ctx, "")
+}
+
+func (h *Handler) saveCursor(ctx context.Context, c string) error {
+	if err := h.Store.SetSweepCursor(ctx, c); err != nil {
+		return fmt.Errorf("sweep: save cursor %q: %w", c, err)
+	}
+	return nil
+}
+
+// parseCursor turns "project/zone/pageToken" into indexes into opts; a
+// cursor naming a project or zone no longer swept starts over.
+func parseCursor(c string, opts SweepOptions) (pi, zi int, token string) {
+	if c == "" {
+		return 0, 0, ""
+	}
+	p := strings.SplitN(c, "/", 3)
+	if len(p) != 3 {
+		return 0, 0, ""
+	}
+	pi, zi = indexOf(opts.Projects, p[0]), indexOf(opts.Zones, p[1])
+	if pi < 0 || zi < 0 {
+		return 0, 0, ""
+	}
+	return pi, zi, p[2]
+}
+
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// sweepNode decides about one node without an event: listed (node given) or
+// from the ledger (node read now). It reports whether a record was written.
+func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, cause events.Cause, quiet bool) (Record, bool) {
+	_, project, zone, nodeID, err := parseNodeName(name)
+	if err != nil {
+		r := Record{Time: h.now(), Node: name, Action: ActionReject, Reason: err.Error(), DryRun: h.Config.DryRun}
+		_ = h.Recorder.Record(ctx, r)
+		return r, true
+	}
+	ev := events.Event{Node: events.NodeRef{Project: project, Zone: zone, Node: nodeID}, Cause: cause}
+	r := h.newRecord(ev)
+	var obs Observed
+	if listed != nil {
+		obs.Node = listed
+		if listed.QueuedResource != "" {
+			qr, err := h.getQueuedResource(ctx, listed.QueuedResource, &r)
+			if err != nil {
+				rec, _ := h.failObserve(ctx, ev, r, err)
+				return rec, true
+			}
+			obs.QueuedResource = qr
+		}
+	} else {
+		obs, err = h.observe(ctx, name, &r)
+		if err != nil {
+			rec, _ := h.failObserve(ctx, ev, r, err)
+			return rec, true
+		}
+	}
+	if obs.Node != nil && ev.Cause == "" {
+		ev.Cause = causeOf(obs.Node)
+		r.Cause = ev.Cause
+	}
+	var o processOpts
+	o.quiet = quiet
+	if obs.Node != nil {
+		if m := maintenanceRE.FindStringSubmatch(obs.Node.HealthDescription); m != nil {
+			id := "maintenance:" + name + ":" + m[1]
+			first, err := h.Store.MarkEvent(ctx, id, r.Time.Add(h.eventTTL()))
+			if err == nil && first {
+				o.markID = id
+				o.markTime, _ = time.Parse(time.RFC3339Nano, m[1])
+			}
+		}
+	}
+	rec, _ := h.process(ctx, ev, obs, r, o)
+	recorded := !(quiet && rec.Action == ActionRecord && rec.Err == "" && o.markID == "")
+	return rec, recorded
+}
