@@ -1,0 +1,181 @@
+//go:build emulator
+
+package buildtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/emulator"
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+)
+
+func TestMain(m *testing.M) { os.Exit(emulator.Main(m, emulator.Firestore)) }
+
+// lockedBuffer collects the function's stdout while it runs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+// freshTerminate is testdata/terminate-maintenance.json with its timestamp
+// set to now, so the function does not skip it as stale.
+func freshTerminate(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "terminate-maintenance.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entry map[string]any
+	if err := json.Unmarshal(b, &entry); err != nil {
+		t.Fatal(err)
+	}
+	entry["timestamp"] = time.Now().UTC().Format(time.RFC3339Nano)
+	entry["receiveTimestamp"] = entry["timestamp"]
+	out, err := json.Marshal(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestBuiltFunctionServesACloudEvent builds the deployed source as the
+// buildpack does, runs the binary as Cloud Run runs it (PORT,
+// FUNCTION_TARGET, AUTOHEAL_* variables) against a simulated TPU control
+// plane and the Firestore emulator, and sends it a messagePublished
+// CloudEvent in binary content mode as Eventarc does.
+func TestBuiltFunctionServesACloudEvent(t *testing.T) {
+	firestoreHost := emulator.Require(t, emulator.Firestore)
+	fleetFile, err := tpufake.ReadFleetFile(filepath.Join("testdata", "fleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpu := tpufake.New(fleetFile)
+	defer tpu.Close()
+
+	app := layout(t)
+	bin := filepath.Join(t.TempDir(), "function")
+	goCmd(t, app, "build", "-o", bin, ".")
+
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = []string{
+		"PORT=" + port,
+		"FUNCTION_TARGET=" + function.EntryPoint,
+		"FIRESTORE_EMULATOR_HOST=" + firestoreHost,
+		"AUTOHEAL_PROJECT=acme-ops",
+		"AUTOHEAL_PROJECTS=acme-ml",
+		"AUTOHEAL_ZONES=us-central2-b",
+		// A database of its own, so reruns against a reused emulator start clean.
+		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=buildtest-%d", time.Now().UnixNano()%1e9),
+		"AUTOHEAL_RECORD_TO=stdout",
+		"AUTOHEAL_TPU_ENDPOINT=" + tpu.URL(),
+	}
+	stdout := &lockedBuffer{}
+	var stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+
+	body, _ := json.Marshal(map[string]any{
+		"message": map[string]any{
+			"data":        base64.StdEncoding.EncodeToString(freshTerminate(t)),
+			"messageId":   "4242",
+			"publishTime": time.Now().UTC().Format(time.RFC3339Nano),
+		},
+		"subscription": "projects/acme-ops/subscriptions/eventarc-sub",
+	})
+	var resp *http.Response
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("ce-id", "4242")
+		req.Header.Set("ce-specversion", "1.0")
+		req.Header.Set("ce-type", "google.cloud.pubsub.topic.v1.messagePublished")
+		req.Header.Set("ce-source", "//pubsub.googleapis.com/projects/acme-ops/topics/tpu-autoheal")
+		req.Header.Set("ce-time", time.Now().UTC().Format(time.RFC3339))
+		resp, err = (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // not listening yet
+	}
+	if err != nil {
+		t.Fatalf("POST: %v\nstderr:\n%s", err, stderr.String())
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("status %d %s\nstderr:\n%s\nstdout:\n%s", resp.StatusCode, answer, stderr.String(), stdout.String())
+	}
+
+	node := "projects/acme-ml/locations/us-central2-b/nodes/llm-v4-128"
+	if got := tpu.Count("nodes.delete", node); got != 1 {
+		t.Errorf("nodes.delete of %s: %d calls, want 1", node, got)
+	}
+	if got := tpu.Count("nodes.create", node); got != 1 {
+		t.Errorf("nodes.create of %s: %d calls, want 1", node, got)
+	}
+
+	var records []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["action"] != nil {
+			records = append(records, m)
+		}
+	}
+	if len(records) != 1 {
+		t.Fatalf("got %d records on stdout, want 1:\n%s", len(records), stdout.String())
+	}
+	r := records[0]
+	labels, _ := r["logging.googleapis.com/labels"].(map[string]any)
+	if r["action"] != "recreate" || r["severity"] != "NOTICE" || labels["node"] != node || labels["app"] != "tpu-autoheal" {
+		t.Errorf("record = %v, want a NOTICE recreate of %s labelled app=tpu-autoheal", r, node)
+	}
+}

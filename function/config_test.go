@@ -1,0 +1,265 @@
+package function_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+)
+
+func lookupIn(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func minimalEnv() map[string]string {
+	return map[string]string{
+		"AUTOHEAL_PROJECT":  "acme-ops",
+		"AUTOHEAL_PROJECTS": "acme-ml,acme-research",
+	}
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	got, err := function.LoadConfig(lookupIn(minimalEnv()))
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	want := function.Config{
+		Project:           "acme-ops",
+		Projects:          []string{"acme-ml", "acme-research"},
+		LabelSelector:     "tpu-autoheal=enabled",
+		FirestoreDatabase: "tpu-autoheal",
+		RecordTo:          "logging",
+		MaxEventAge:       24 * time.Hour,
+		UnhealthyGrace:    10 * time.Minute,
+		StuckGrace:        30 * time.Minute,
+		Cooldown:          30 * time.Minute,
+		Window:            24 * time.Hour,
+		MaxRecreates:      3,
+		MaxInFlight:       4,
+		Lease:             15 * time.Minute,
+		EventTTL:          168 * time.Hour,
+		SweepBudget:       4 * time.Minute,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+}
+
+func TestRemediateConfigDefaultsMatchRemediateDefaults(t *testing.T) {
+	cfg, err := function.LoadConfig(lookupIn(minimalEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(remediate.DefaultConfig(), cfg.RemediateConfig()); diff != "" {
+		t.Errorf("RemediateConfig of the default config (-remediate.DefaultConfig +got):\n%s", diff)
+	}
+}
+
+func TestLoadConfigReadsEveryVariable(t *testing.T) {
+	env := map[string]string{
+		"AUTOHEAL_PROJECT": "acme-ops", "AUTOHEAL_PROJECTS": "acme-ml", "AUTOHEAL_ZONES": "us-central2-b,europe-west4-a",
+		"AUTOHEAL_DRY_RUN": "true", "AUTOHEAL_LABEL_SELECTOR": "heal=yes", "AUTOHEAL_STARTUP_SCRIPT": "gs://b-1/s.sh",
+		"AUTOHEAL_FIRESTORE_DATABASE": "(default)", "AUTOHEAL_TPU_ENDPOINT": "http://127.0.0.1:9/",
+		"AUTOHEAL_RECORD_TO": "stdout", "AUTOHEAL_MAX_EVENT_AGE": "1h", "AUTOHEAL_UNHEALTHY_GRACE": "1m",
+		"AUTOHEAL_STUCK_GRACE": "2m", "AUTOHEAL_COOLDOWN": "3m", "AUTOHEAL_WINDOW": "4h", "AUTOHEAL_MAX_RECREATES": "5",
+		"AUTOHEAL_MAX_IN_FLIGHT": "6", "AUTOHEAL_LEASE": "7m", "AUTOHEAL_EVENT_TTL": "8h", "AUTOHEAL_SWEEP_BUDGET": "9m",
+	}
+	got, err := function.LoadConfig(lookupIn(env))
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	want := function.Config{
+		Project: "acme-ops", Projects: []string{"acme-ml"}, Zones: []string{"us-central2-b", "europe-west4-a"},
+		DryRun: true, LabelSelector: "heal=yes", StartupScript: "gs://b-1/s.sh", FirestoreDatabase: "(default)",
+		TPUEndpoint: "http://127.0.0.1:9/", RecordTo: "stdout", MaxEventAge: time.Hour, UnhealthyGrace: time.Minute,
+		StuckGrace: 2 * time.Minute, Cooldown: 3 * time.Minute, Window: 4 * time.Hour, MaxRecreates: 5, MaxInFlight: 6,
+		Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	rc := got.RemediateConfig()
+	if rc.LabelKey != "heal" || rc.LabelValue != "yes" || !rc.DryRun || rc.MaxInFlight != 6 {
+		t.Errorf("RemediateConfig = %+v, want label heal=yes, dry run, in-flight cap 6", rc)
+	}
+}
+
+func TestLoadConfigErrorsNameTheVariableAndValue(t *testing.T) {
+	tests := []struct {
+		name string
+		set  map[string]string
+		drop []string
+		want string
+	}{
+		{"missing project", nil, []string{"AUTOHEAL_PROJECT"}, "AUTOHEAL_PROJECT is required"},
+		{"missing projects", nil, []string{"AUTOHEAL_PROJECTS"}, "AUTOHEAL_PROJECTS is required"},
+		{"empty projects", map[string]string{"AUTOHEAL_PROJECTS": ""}, nil, `AUTOHEAL_PROJECTS="": want at least one project id`},
+		{"malformed project", map[string]string{"AUTOHEAL_PROJECT": "Acme_Ops"}, nil, `AUTOHEAL_PROJECT="Acme_Ops": want a project id`},
+		{"malformed project in list", map[string]string{"AUTOHEAL_PROJECTS": "acme-ml, acme-x"}, nil, `AUTOHEAL_PROJECTS="acme-ml, acme-x": " acme-x" is not a project id`},
+		{"malformed zone", map[string]string{"AUTOHEAL_ZONES": "us-central2"}, nil, `AUTOHEAL_ZONES="us-central2": "us-central2" is not a zone`},
+		{"selector without =", map[string]string{"AUTOHEAL_LABEL_SELECTOR": "foo"}, nil, `AUTOHEAL_LABEL_SELECTOR="foo": want key=value`},
+		{"unknown record target", map[string]string{"AUTOHEAL_RECORD_TO": "bigquery"}, nil, `AUTOHEAL_RECORD_TO="bigquery": want logging or stdout`},
+		{"bad bool", map[string]string{"AUTOHEAL_DRY_RUN": "maybe"}, nil, `AUTOHEAL_DRY_RUN="maybe": want true or false`},
+		{"bad int", map[string]string{"AUTOHEAL_MAX_RECREATES": "three"}, nil, `AUTOHEAL_MAX_RECREATES="three": want an integer`},
+		{"zero cap", map[string]string{"AUTOHEAL_MAX_IN_FLIGHT": "0"}, nil, `AUTOHEAL_MAX_IN_FLIGHT="0": want a positive integer`},
+		{"bad duration", map[string]string{"AUTOHEAL_COOLDOWN": "30"}, nil, `AUTOHEAL_COOLDOWN="30": want a duration`},
+		{"negative duration", map[string]string{"AUTOHEAL_LEASE": "-5m"}, nil, `AUTOHEAL_LEASE="-5m0s": want a positive duration`},
+		{"zero sweep budget", map[string]string{"AUTOHEAL_SWEEP_BUDGET": "0s"}, nil, `AUTOHEAL_SWEEP_BUDGET="0s": want a positive duration`},
+		{"bad gcs uri", map[string]string{"AUTOHEAL_STARTUP_SCRIPT": "gs://bucket"}, nil, `AUTOHEAL_STARTUP_SCRIPT="gs://bucket": want gs://BUCKET/OBJECT`},
+		{"bad endpoint", map[string]string{"AUTOHEAL_TPU_ENDPOINT": "localhost:8080"}, nil, `AUTOHEAL_TPU_ENDPOINT="localhost:8080": want an http(s) URL`},
+		{"bad database", map[string]string{"AUTOHEAL_FIRESTORE_DATABASE": "DB"}, nil, `AUTOHEAL_FIRESTORE_DATABASE="DB": want a Firestore database id`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := minimalEnv()
+			for k, v := range tt.set {
+				env[k] = v
+			}
+			for _, k := range tt.drop {
+				delete(env, k)
+			}
+			_, err := function.LoadConfig(lookupIn(env))
+			if err == nil {
+				t.Fatalf("LoadConfig succeeded, want error containing %s", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v\nwant it to contain %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// The agreement test runs the real envconfig path (LoadConfigFromEnv) in a
+// child process — the test binary itself, with -envconfig-child — whose
+// environment is exactly the table row, so this process's environment is
+// neither read nor changed.
+var (
+	envconfigChild = flag.Bool("envconfig-child", false, "internal: print LoadConfigFromEnv's result as JSON and exit")
+	handleChild    = flag.Bool("handle-child", false, "internal: call Handle once and print its error")
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *handleChild {
+		e := cloudevents.NewEvent()
+		e.SetID("1")
+		e.SetSource("//pubsub.googleapis.com/projects/acme-ops/topics/tpu-autoheal")
+		e.SetType("google.cloud.pubsub.topic.v1.messagePublished")
+		err := function.Handle(context.Background(), e)
+		fmt.Printf("%v", err)
+		os.Exit(0)
+	}
+	if *envconfigChild {
+		cfg, err := function.LoadConfigFromEnv()
+		out := struct {
+			Config function.Config
+			Err    string
+		}{Config: cfg}
+		if err != nil {
+			out.Err = err.Error()
+		}
+		_ = json.NewEncoder(os.Stdout).Encode(out)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func loadInChild(t *testing.T, env map[string]string) (function.Config, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-envconfig-child")
+	cmd.Env = []string{}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	var out struct {
+		Config function.Config
+		Err    string
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("child output %q: %v", b, err)
+	}
+	return out.Config, out.Err
+}
+
+func TestLoadConfigAgreesWithEnvconfig(t *testing.T) {
+	with := func(kv ...string) map[string]string {
+		env := minimalEnv()
+		for i := 0; i < len(kv); i += 2 {
+			env[kv[i]] = kv[i+1]
+		}
+		return env
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+	}{
+		{"defaults", minimalEnv()},
+		{"every variable", with("AUTOHEAL_ZONES", "us-central2-b,europe-west4-a", "AUTOHEAL_DRY_RUN", "1",
+			"AUTOHEAL_LABEL_SELECTOR", "a=b", "AUTOHEAL_STARTUP_SCRIPT", "/s.sh", "AUTOHEAL_FIRESTORE_DATABASE", "db-1",
+			"AUTOHEAL_TPU_ENDPOINT", "https://tpu.example/", "AUTOHEAL_RECORD_TO", "stdout", "AUTOHEAL_MAX_EVENT_AGE", "2h",
+			"AUTOHEAL_UNHEALTHY_GRACE", "1m", "AUTOHEAL_STUCK_GRACE", "2m", "AUTOHEAL_COOLDOWN", "3m",
+			"AUTOHEAL_WINDOW", "4h", "AUTOHEAL_MAX_RECREATES", "0x5", "AUTOHEAL_MAX_IN_FLIGHT", "6",
+			"AUTOHEAL_LEASE", "7m", "AUTOHEAL_EVENT_TTL", "8h", "AUTOHEAL_SWEEP_BUDGET", "9m")},
+		{"empty zones", with("AUTOHEAL_ZONES", "")},
+		{"unprefixed fallback as envconfig does", map[string]string{"PROJECT": "acme-ops", "AUTOHEAL_PROJECTS": "acme-ml"}},
+		{"missing required", map[string]string{"AUTOHEAL_PROJECTS": "acme-ml"}},
+		{"unparsable int", with("AUTOHEAL_MAX_RECREATES", "x")},
+		{"unparsable duration", with("AUTOHEAL_WINDOW", "1 day")},
+		{"invalid value", with("AUTOHEAL_RECORD_TO", "pubsub")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantCfg, wantErr := loadInChild(t, tt.env)
+			gotCfg, err := function.LoadConfig(lookupIn(tt.env))
+			if (err != nil) != (wantErr != "") {
+				t.Fatalf("LoadConfig error = %v, envconfig error = %q: the two paths disagree", err, wantErr)
+			}
+			if diff := cmp.Diff(wantCfg, gotCfg, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("config (-envconfig +LoadConfig):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHandleReturnsConfigErrorsForRetry runs the registered entry point in a
+// child process with a broken environment: it must neither exit nor panic,
+// but return the error (Pub/Sub retries) and log it as a structured ERROR.
+func TestHandleReturnsConfigErrorsForRetry(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-handle-child")
+	cmd.Env = []string{"AUTOHEAL_PROJECT=acme-ops", "AUTOHEAL_PROJECTS=acme-ml", "AUTOHEAL_RECORD_TO=kafka"}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child exited: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(string(out), `AUTOHEAL_RECORD_TO="kafka"`) {
+		t.Errorf("Handle returned %q, want the config error naming AUTOHEAL_RECORD_TO", out)
+	}
+	var line map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stderr.String())), &line); err != nil {
+		t.Fatalf("stderr is not one JSON line: %v\n%s", err, stderr.String())
+	}
+	if line["severity"] != "ERROR" || !strings.Contains(line["message"].(string), "AUTOHEAL_RECORD_TO") {
+		t.Errorf("stderr line = %v, want an ERROR naming the variable", line)
+	}
+}

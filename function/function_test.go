@@ -1,0 +1,472 @@
+package function_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/api/option"
+
+	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/ledger"
+	"github.com/tpu-autoheal/autoheal/internal/record"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+	"github.com/tpu-autoheal/autoheal/startup"
+)
+
+const node = "projects/acme-ml/locations/us-central2-b/nodes/llm-v4-128"
+
+// eventTime is the timestamp of testdata/terminate-maintenance.json.
+var eventTime = time.Date(2026, 11, 20, 3, 44, 36, 265703305, time.UTC)
+
+type sliceRecorder struct {
+	mu   sync.Mutex
+	recs []remediate.Record
+}
+
+var _ remediate.Recorder = (*sliceRecorder)(nil)
+
+func (s *sliceRecorder) Record(_ context.Context, r remediate.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, r)
+	return nil
+}
+
+func (s *sliceRecorder) records() []remediate.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.recs)
+}
+
+type harness struct {
+	fn   *function.Function
+	tpu  *tpufake.Server
+	recs *sliceRecorder
+}
+
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harness {
+	t.Helper()
+	fleet, err := tpufake.ReadFleet(bytes.NewReader(readTestdata(t, "fleet.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := tpufake.New(fleet)
+	t.Cleanup(fake.Close)
+	svc, err := fake.Service(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := tpuapi.New(svc)
+	tc.PollInterval = time.Millisecond
+
+	env := minimalEnv()
+	env["AUTOHEAL_PROJECTS"] = "acme-ml"
+	env["AUTOHEAL_ZONES"] = "us-central2-b"
+	cfg, err := function.LoadConfig(lookupIn(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	recs := &sliceRecorder{}
+	fn, err := function.New(context.Background(), cfg,
+		function.WithTPU(tc),
+		function.WithStore(ledger.NewMemory()),
+		function.WithRecorder(recs),
+		function.WithClock(func() time.Time { return now }),
+		function.WithBackoff(remediate.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 2}),
+	)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { fn.Close() })
+	return &harness{fn: fn, tpu: fake, recs: recs}
+}
+
+// pushBody wraps data as a Pub/Sub message, as in a push request or the
+// data of a messagePublished CloudEvent.
+func pushBody(data []byte) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"message": map[string]any{
+			"data":        base64.StdEncoding.EncodeToString(data),
+			"messageId":   "9876543210123",
+			"publishTime": "2026-11-20T03:44:38.1Z",
+		},
+		"subscription": "projects/acme-ops/subscriptions/eventarc-sub",
+	})
+	return b
+}
+
+func cloudEvent(t *testing.T, data []byte) cloudevents.Event {
+	t.Helper()
+	e := cloudevents.NewEvent()
+	e.SetID("9876543210123")
+	e.SetSource("//pubsub.googleapis.com/projects/acme-ops/topics/tpu-autoheal")
+	e.SetType("google.cloud.pubsub.topic.v1.messagePublished")
+	if err := e.SetData(cloudevents.ApplicationJSON, data); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func actions(recs []remediate.Record) []remediate.Action {
+	var out []remediate.Action
+	for _, r := range recs {
+		out = append(out, r.Action)
+	}
+	return out
+}
+
+func TestHandleCloudEvent(t *testing.T) {
+	terminate := readTestdata(t, "terminate-maintenance.json")
+	soon := eventTime.Add(time.Minute)
+	tests := []struct {
+		name       string
+		data       []byte
+		now        time.Time
+		fail       *tpufake.FailRule
+		wantErr    bool
+		wantAction []remediate.Action
+		wantReason string
+		wantCalls  map[string]int
+	}{
+		{
+			name: "terminated opted-in node is deleted and created once",
+			data: pushBody(terminate), now: soon,
+			wantAction: []remediate.Action{remediate.ActionRecreate},
+			wantCalls:  map[string]int{"nodes.delete": 1, "nodes.create": 1},
+		},
+		{
+			name: "the sample CloudEvent data is handled the same",
+			data: readTestdata(t, "cloudevent-data.json"), now: soon,
+			wantAction: []remediate.Action{remediate.ActionRecreate},
+			wantCalls:  map[string]int{"nodes.delete": 1, "nodes.create": 1},
+		},
+		{
+			name: "malformed data is rejected, recorded and acknowledged",
+			data: pushBody([]byte(`{"protoPayload": {`)), now: soon,
+			wantAction: []remediate.Action{remediate.ActionReject},
+			wantCalls:  map[string]int{"nodes.get": 0, "nodes.delete": 0},
+		},
+		{
+			name: "an entry of a project not allowed is rejected",
+			data: pushBody(bytes.ReplaceAll(terminate, []byte("acme-ml"), []byte("evil-corp"))), now: soon,
+			wantAction: []remediate.Action{remediate.ActionReject},
+			wantCalls:  map[string]int{"nodes.get": 0},
+		},
+		{
+			name: "an entry older than MaxEventAge is skipped as stale",
+			data: pushBody(terminate), now: eventTime.Add(25 * time.Hour),
+			wantAction: []remediate.Action{remediate.ActionSkip},
+			wantReason: "stale: older than 24h",
+			wantCalls:  map[string]int{"nodes.get": 0, "nodes.delete": 0},
+		},
+		{
+			name: "permission denied is recorded and acknowledged",
+			data: pushBody(terminate), now: soon,
+			fail:      &tpufake.FailRule{RPC: "nodes.get", Code: 403, Status: "PERMISSION_DENIED"},
+			wantCalls: map[string]int{"nodes.delete": 0},
+		},
+		{
+			name: "a persisting 503 is returned so Pub/Sub redelivers",
+			data: pushBody(terminate), now: soon,
+			fail:      &tpufake.FailRule{RPC: "nodes.get", Code: 503, Status: "UNAVAILABLE"},
+			wantErr:   true,
+			wantCalls: map[string]int{"nodes.delete": 0},
+		},
+		{
+			name: "a sweep message runs a sweep over the configured zones",
+			data: pushBody([]byte(events.SweepMessage)), now: soon,
+			wantCalls: map[string]int{"nodes.list": 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.now, nil)
+			if tt.fail != nil {
+				h.tpu.Fail(*tt.fail)
+			}
+
+			err := h.fn.HandleCloudEvent(context.Background(), cloudEvent(t, tt.data))
+
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("HandleCloudEvent error = %v, want error %v", err, tt.wantErr)
+			}
+			recs := h.recs.records()
+			if tt.wantAction != nil {
+				if diff := cmp.Diff(tt.wantAction, actions(recs)); diff != "" {
+					t.Errorf("recorded actions (-want +got):\n%s\nrecords: %+v", diff, recs)
+				}
+			}
+			if tt.wantReason != "" && (len(recs) != 1 || recs[0].Reason != tt.wantReason) {
+				t.Errorf("records = %+v, want one with reason %q", recs, tt.wantReason)
+			}
+			if tt.fail != nil && tt.fail.Code == 403 {
+				if len(recs) != 1 || !strings.Contains(recs[0].Err, "403") {
+					t.Errorf("records = %+v, want one record carrying the 403", recs)
+				}
+			}
+			for rpc, want := range tt.wantCalls {
+				got := h.tpu.Count(rpc, "")
+				if rpc == "nodes.list" && got < want || rpc != "nodes.list" && got != want {
+					t.Errorf("%s calls = %d, want %d", rpc, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRecreatedNodeKeepsItsSpecAndGetsTheStartupScript(t *testing.T) {
+	h := newHarness(t, eventTime.Add(time.Minute), nil)
+	if err := h.fn.HandleCloudEvent(context.Background(), cloudEvent(t, pushBody(readTestdata(t, "terminate-maintenance.json")))); err != nil {
+		t.Fatal(err)
+	}
+	var created *struct {
+		AcceleratorType string            `json:"acceleratorType"`
+		Metadata        map[string]string `json:"metadata"`
+	}
+	for _, r := range h.tpu.Requests() {
+		if r.RPC == "nodes.create" {
+			if err := json.Unmarshal(r.Body, &created); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if created == nil {
+		t.Fatal("no nodes.create request")
+	}
+	if created.AcceleratorType != "v4-128" {
+		t.Errorf("created acceleratorType = %q, want v4-128", created.AcceleratorType)
+	}
+	if created.Metadata["startup-script"] != startup.Script {
+		t.Errorf("created startup-script is not the embedded default (%d bytes, want %d)",
+			len(created.Metadata["startup-script"]), len(startup.Script))
+	}
+}
+
+// freePort returns a loopback port nobody listens on right now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+const frameworkPath = "/projects/acme-ops/topics/tpu-autoheal"
+
+var (
+	frameworkOnce   sync.Once
+	frameworkPort   string
+	frameworkErr    error
+	frameworkTarget atomic.Pointer[function.Function]
+)
+
+// serveThroughFramework registers, once per test binary (the framework's
+// registry and server are global and cannot be stopped), a function that
+// forwards to frameworkTarget, and serves it on a loopback port.
+func serveThroughFramework(t *testing.T) string {
+	t.Helper()
+	frameworkOnce.Do(func() {
+		frameworkErr = funcframework.RegisterCloudEventFunctionContext(context.Background(), frameworkPath,
+			func(ctx context.Context, e cloudevents.Event) error {
+				return frameworkTarget.Load().HandleCloudEvent(ctx, e)
+			})
+		frameworkPort = freePort(t)
+		go func() { _ = funcframework.StartHostPort("127.0.0.1", frameworkPort) }()
+	})
+	if frameworkErr != nil {
+		t.Fatal(frameworkErr)
+	}
+	return frameworkPort
+}
+
+// TestFrameworkTurnsPushRequestIntoTheSameCloudEvent serves the function
+// through the real functions framework: a plain Pub/Sub push request to a
+// path containing projects/P/topics/T is converted by the framework into the
+// messagePublished CloudEvent, and a binary-mode CloudEvent (as Eventarc
+// sends) is passed through; both are handled. The framework's server cannot
+// be stopped, so it serves until the test binary exits.
+func TestFrameworkTurnsPushRequestIntoTheSameCloudEvent(t *testing.T) {
+	h := newHarness(t, eventTime.Add(time.Minute), nil)
+	frameworkTarget.Store(h.fn)
+	port := serveThroughFramework(t)
+	base := "http://127.0.0.1:" + port
+	post := func(req *http.Request) int {
+		t.Helper()
+		var resp *http.Response
+		var err error
+		for i := 0; i < 100; i++ { // the server starts asynchronously
+			resp, err = http.DefaultClient.Do(req.Clone(req.Context()))
+			if err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+			req.Body, _ = req.GetBody()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	body := pushBody(readTestdata(t, "terminate-maintenance.json"))
+	req, _ := http.NewRequest(http.MethodPost, base+frameworkPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if code := post(req); code/100 != 2 {
+		t.Fatalf("push request: status %d, want 2xx", code)
+	}
+	if got := actions(h.recs.records()); !slices.Equal(got, []remediate.Action{remediate.ActionRecreate}) {
+		t.Fatalf("after push: actions %v, want [recreate]", got)
+	}
+
+	// Binary content mode: the same message again is a duplicate event.
+	req, _ = http.NewRequest(http.MethodPost, base+frameworkPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("ce-id", "9876543210123")
+	req.Header.Set("ce-specversion", "1.0")
+	req.Header.Set("ce-type", "google.cloud.pubsub.topic.v1.messagePublished")
+	req.Header.Set("ce-source", "//pubsub.googleapis.com/projects/acme-ops/topics/tpu-autoheal")
+	if code := post(req); code/100 != 2 {
+		t.Fatalf("binary CloudEvent: status %d, want 2xx", code)
+	}
+	recs := h.recs.records()
+	if len(recs) != 2 {
+		t.Fatalf("got %d records after two deliveries, want 2: %+v", len(recs), recs)
+	}
+	if got := h.tpu.Count("nodes.delete", ""); got != 1 {
+		t.Errorf("nodes.delete calls = %d after a duplicate delivery, want 1", got)
+	}
+}
+
+func TestPermissionsIsTheSortedUnion(t *testing.T) {
+	got := function.Permissions()
+	if !slices.IsSorted(got) {
+		t.Errorf("Permissions not sorted: %v", got)
+	}
+	if len(slices.Compact(slices.Clone(got))) != len(got) {
+		t.Errorf("Permissions has duplicates: %v", got)
+	}
+	var want []string
+	want = append(want, tpuapi.Permissions...)
+	want = append(want, ledger.Permissions...)
+	want = append(want, record.Permissions...)
+	want = append(want, "storage.objects.get")
+	slices.Sort(want)
+	want = slices.Compact(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Permissions (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadStartupScript(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, "resume.sh")
+	if err := os.WriteFile(local, []byte("#!/bin/bash\necho local\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var gotPath string
+	gcs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotPath = r.URL.EscapedPath() + "?" + r.URL.Query().Get("alt")
+		if !strings.Contains(r.URL.Path, "/b/acme-scripts/o/") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("#!/bin/bash\necho gcs\n"))
+	}))
+	defer gcs.Close()
+	opts := []option.ClientOption{option.WithEndpoint(gcs.URL + "/storage/v1/"), option.WithoutAuthentication()}
+
+	tests := []struct {
+		name, src, want, wantErr string
+	}{
+		{"empty is the embedded default", "", startup.Script, ""},
+		{"a local path is read", local, "#!/bin/bash\necho local\n", ""},
+		{"a gs:// object is read through the JSON API", "gs://acme-scripts/train/resume.sh", "#!/bin/bash\necho gcs\n", ""},
+		{"a missing object names the variable", "gs://other-bucket/x.sh", "", `AUTOHEAL_STARTUP_SCRIPT="gs://other-bucket/x.sh"`},
+		{"a missing file names the variable", filepath.Join(dir, "nope.sh"), "", "AUTOHEAL_STARTUP_SCRIPT="},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := function.LoadStartupScript(context.Background(), tt.src, opts...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("script = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if gotPath != "/storage/v1/b/other-bucket/o/x.sh?media" {
+		t.Errorf("last storage request = %s, want the object media download", gotPath)
+	}
+}
+
+func TestSourceFilesAreWhatTheBuildpackNeeds(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{
+		"go.mod", "go.sum", "register.go", "register_test.go", "README.md",
+		"function/function.go", "function/function_test.go", "function/testdata/fleet.json",
+		"internal/events/parse.go", "internal/events/testdata/x.json", "internal/record/record.go",
+		"startup/embed.go", "startup/resume-training.sh",
+		"cmd/autoheal/main.go", "terraform/main.tf", "buildtest/buildtest_test.go",
+	} {
+		p := filepath.Join(root, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := function.SourceFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"function/function.go", "go.mod", "go.sum", "internal/events/parse.go", "internal/record/record.go",
+		"register.go", "startup/embed.go", "startup/resume-training.sh",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SourceFiles (-want +got):\n%s", diff)
+	}
+}

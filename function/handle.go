@@ -1,0 +1,67 @@
+package function
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+)
+
+var (
+	entryMu  sync.Mutex
+	entryFn  *Function
+	entryCtx = context.Background()
+)
+
+// Handle is the deployed entry point (registered as EntryPoint by the root
+// package). On its first call it loads Config from the process environment
+// and builds the Function; later calls reuse it.
+//
+// A configuration error is logged at severity ERROR and returned, so Pub/Sub
+// retries the event, and the next event tries to build again. A bad deploy
+// will not fix itself, but acknowledging would silently drop every TPU event
+// until someone noticed; retried events wait in the subscription (then the
+// dead-letter topic) and are handled once the configuration is fixed, while
+// the function's error rate alerts the operator.
+func Handle(ctx context.Context, e cloudevents.Event) error {
+	f, err := entryFunction()
+	if err != nil {
+		logStartupError(err)
+		return err
+	}
+	return f.HandleCloudEvent(ctx, e)
+}
+
+func entryFunction() (*Function, error) {
+	entryMu.Lock()
+	defer entryMu.Unlock()
+	if entryFn != nil {
+		return entryFn, nil
+	}
+	cfg, err := LoadConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	f, err := New(entryCtx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	entryFn = f
+	return f, nil
+}
+
+// logStartupError writes one structured line to stderr that Cloud Logging
+// reads as an ERROR entry.
+func logStartupError(err error) {
+	line, _ := json.Marshal(map[string]any{
+		"severity":                      "ERROR",
+		"message":                       fmt.Sprintf("tpu-autoheal cannot start: %v (fix the function's AUTOHEAL_* environment; the event will be retried)", err),
+		"timestamp":                     time.Now().UTC().Format(time.RFC3339Nano),
+		"logging.googleapis.com/labels": map[string]string{"app": "tpu-autoheal"},
+	})
+	fmt.Fprintln(os.Stderr, string(line))
+}

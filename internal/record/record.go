@@ -1,0 +1,274 @@
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+)
+
+// The record format. Terraform's log-based metrics and the README's queries
+// depend on these names; change them only together.
+//
+// Every decision is one log entry. Written through Cloud Logging it goes to
+// projects/PROJECT/logs/tpu-autoheal (LogName) as a jsonPayload; written to
+// stdout (AUTOHEAL_RECORD_TO=stdout, or when Cloud Logging fails) it is one
+// JSON line that Cloud Run's logging agent turns into an entry of
+// projects/PROJECT/logs/run.googleapis.com%2Fstdout with the same labels and
+// jsonPayload fields. Filter on labels.app="tpu-autoheal" to find records
+// from either path.
+//
+// Severity, by action (an Err overrides: ERROR):
+//
+//	recreate, reset        NOTICE   the node was (or, dry-run, would be) mutated
+//	reject                 WARNING  input was malformed or foreign
+//	record, defer, skip    INFO     nothing done, or a guard held; skips are
+//	                                 alerted on by metric (labels.action), not severity
+//	any action with Err    ERROR    carrying the decision out failed
+//
+// Labels (entry labels; "logging.googleapis.com/labels" on stdout), each
+// omitted when empty:
+//
+//	app     always "tpu-autoheal"
+//	node    full resource name projects/P/locations/Z/nodes/N
+//	zone    the node's zone
+//	action  record|recreate|reset|defer|skip|reject
+//	cause   maintenance|preemption|hardware|user|unknown
+//
+// jsonPayload fields (omitted when empty/zero unless stated):
+//
+//	message          a one-line summary for people: "ACTION NODE: REASON" (always)
+//	action, reason   the decision (always)
+//	node, zone, worker, method, cause
+//	insertId         the insertId of the audit log entry that triggered it
+//	eventTime        that entry's timestamp (RFC 3339)
+//	dryRun           true when nothing was mutated on purpose
+//	phase            the recovery's phase after this decision
+//	generation       the recovery generation
+//	spec             on recreate/reset: the TPU v2 Node the node was created with (REST JSON)
+//	steps            [{name, operation, start, durationSeconds, error}]
+//	durationSeconds  sum of the steps' durations
+//	warnings         [string]
+//	error            why carrying it out failed
+//	recordError      (stdout only) why Cloud Logging refused the record
+const (
+	LabelApp    = "app"
+	LabelNode   = "node"
+	LabelZone   = "zone"
+	LabelAction = "action"
+	LabelCause  = "cause"
+
+	// AppLabelValue is the value of the app label on every record.
+	AppLabelValue = "tpu-autoheal"
+)
+
+// Severity is the Cloud Logging severity name of a record.
+func Severity(r remediate.Record) string {
+	if r.Err != "" {
+		return "ERROR"
+	}
+	switch r.Action {
+	case remediate.ActionRecreate, remediate.ActionReset:
+		return "NOTICE"
+	case remediate.ActionReject:
+		return "WARNING"
+	default:
+		return "INFO"
+	}
+}
+
+// Labels are the entry labels of a record.
+func Labels(r remediate.Record) map[string]string {
+	l := map[string]string{LabelApp: AppLabelValue}
+	for k, v := range map[string]string{
+		LabelNode:   r.Node,
+		LabelZone:   r.Zone,
+		LabelAction: string(r.Action),
+		LabelCause:  string(r.Cause),
+	} {
+		if v != "" {
+			l[k] = v
+		}
+	}
+	return l
+}
+
+// Message is the record's one-line summary.
+func Message(r remediate.Record) string {
+	node := r.Node
+	if node == "" {
+		node = "(unknown node)"
+	}
+	msg := fmt.Sprintf("%s %s: %s", r.Action, node, r.Reason)
+	if r.DryRun {
+		msg += " (dry run)"
+	}
+	if r.Err != "" {
+		msg += ": error: " + r.Err
+	}
+	return msg
+}
+
+type stepPayload struct {
+	Name            string    `json:"name"`
+	Operation       string    `json:"operation,omitempty"`
+	Start           time.Time `json:"start"`
+	DurationSeconds float64   `json:"durationSeconds"`
+	Error           string    `json:"error,omitempty"`
+}
+
+// payload is the jsonPayload of a record; see the const block above.
+type payload struct {
+	Message         string          `json:"message"`
+	Action          string          `json:"action"`
+	Reason          string          `json:"reason"`
+	Node            string          `json:"node,omitempty"`
+	Zone            string          `json:"zone,omitempty"`
+	Worker          string          `json:"worker,omitempty"`
+	Method          string          `json:"method,omitempty"`
+	Cause           string          `json:"cause,omitempty"`
+	InsertID        string          `json:"insertId,omitempty"`
+	EventTime       string          `json:"eventTime,omitempty"`
+	DryRun          bool            `json:"dryRun,omitempty"`
+	Phase           string          `json:"phase,omitempty"`
+	Generation      int             `json:"generation,omitempty"`
+	Spec            json.RawMessage `json:"spec,omitempty"`
+	Steps           []stepPayload   `json:"steps,omitempty"`
+	DurationSeconds float64         `json:"durationSeconds,omitempty"`
+	Warnings        []string        `json:"warnings,omitempty"`
+	Error           string          `json:"error,omitempty"`
+}
+
+// Payload returns the record's jsonPayload fields as a JSON object.
+func Payload(r remediate.Record) (map[string]any, error) {
+	p := payload{
+		Message:    Message(r),
+		Action:     string(r.Action),
+		Reason:     r.Reason,
+		Node:       r.Node,
+		Zone:       r.Zone,
+		Worker:     r.Worker,
+		Method:     r.Method,
+		Cause:      string(r.Cause),
+		InsertID:   r.InsertID,
+		DryRun:     r.DryRun,
+		Phase:      string(r.Phase),
+		Generation: r.Generation,
+		Warnings:   r.Warnings,
+		Error:      r.Err,
+	}
+	if !r.EventTime.IsZero() {
+		p.EventTime = r.EventTime.UTC().Format(time.RFC3339Nano)
+	}
+	if r.Spec != nil {
+		b, err := r.Spec.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("record: marshal spec of %s: %w", r.Node, err)
+		}
+		p.Spec = b
+	}
+	var total time.Duration
+	for _, s := range r.Steps {
+		p.Steps = append(p.Steps, stepPayload{
+			Name: s.Name, Operation: s.Operation, Start: s.Start.UTC(),
+			DurationSeconds: s.Duration.Seconds(), Error: s.Err,
+		})
+		total += s.Duration
+	}
+	p.DurationSeconds = total.Seconds()
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("record: marshal payload: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("record: payload: %w", err)
+	}
+	return m, nil
+}
+
+type traceKey struct{}
+
+// WithTrace returns a context whose records carry trace, a Cloud Trace
+// resource name projects/P/traces/TRACE_ID (e.g. from the CloudEvent's
+// traceparent).
+func WithTrace(ctx context.Context, trace string) context.Context {
+	return context.WithValue(ctx, traceKey{}, trace)
+}
+
+// TraceFrom returns the trace set by WithTrace, or "".
+func TraceFrom(ctx context.Context) string {
+	s, _ := ctx.Value(traceKey{}).(string)
+	return s
+}
+
+// Stdout writes records as one JSON line each, in the structured shape Cloud
+// Logging ingests from a Cloud Run / Cloud Functions container's stdout.
+// It is safe for concurrent use.
+type Stdout struct {
+	mu  sync.Mutex
+	w   io.Writer
+	now func() time.Time
+}
+
+// NewStdout returns a Stdout recorder writing to w (os.Stdout in the function).
+func NewStdout(w io.Writer) *Stdout { return &Stdout{w: w, now: time.Now} }
+
+var _ remediate.Recorder = (*Stdout)(nil)
+
+// Record writes r as one line.
+func (s *Stdout) Record(ctx context.Context, r remediate.Record) error {
+	return s.write(ctx, r, "")
+}
+
+func (s *Stdout) write(ctx context.Context, r remediate.Record, recordErr string) error {
+	line, err := StdoutLine(r, TraceFrom(ctx), recordErr, s.now)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.w.Write(line); err != nil {
+		return fmt.Errorf("record: write stdout: %w", err)
+	}
+	return nil
+}
+
+// Special keys of Cloud Logging's structured stdout format.
+const (
+	keySeverity  = "severity"
+	keyTimestamp = "timestamp"
+	keyLabels    = "logging.googleapis.com/labels"
+	keyTrace     = "logging.googleapis.com/trace"
+)
+
+// StdoutLine renders r as one structured-logging JSON line (with the final
+// newline). now is used when r.Time is zero.
+func StdoutLine(r remediate.Record, trace, recordErr string, now func() time.Time) ([]byte, error) {
+	m, err := Payload(r)
+	if err != nil {
+		return nil, err
+	}
+	ts := r.Time
+	if ts.IsZero() {
+		ts = now()
+	}
+	m[keySeverity] = Severity(r)
+	m[keyTimestamp] = ts.UTC().Format(time.RFC3339Nano)
+	m[keyLabels] = Labels(r)
+	if trace != "" {
+		m[keyTrace] = trace
+	}
+	if recordErr != "" {
+		m["recordError"] = recordErr
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("record: marshal line: %w", err)
+	}
+	return append(b, '\n'), nil
+}
