@@ -1,0 +1,488 @@
+package terraform_test
+
+import (
+	"encoding/base64"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/ledger"
+	"github.com/tpu-autoheal/autoheal/internal/record"
+)
+
+// The tests in this file hold each value the module shares with the Go code
+// to the Go constant or function it mirrors, and check that the module
+// spells each value out exactly once.
+
+func TestSinkFilterIsEventsSinkFilter(t *testing.T) {
+	m := loadModule(t, ".")
+	ctx := m.evalContext(t, nil)
+	if got := evalString(t, ctx, m.local(t, "sink_filter")); got != events.SinkFilter {
+		t.Errorf("local.sink_filter differs from events.SinkFilter (-want +got):\n%s", cmp.Diff(events.SinkFilter, got))
+	}
+	for _, key := range []string{"google_logging_project_sink.tpu", "google_logging_folder_sink.tpu", "google_logging_organization_sink.tpu"} {
+		if !isReference(attr(t, m.resource(t, key), "filter").Expr, "local.sink_filter") {
+			t.Errorf("%s filter is not local.sink_filter", key)
+		}
+	}
+	// One hand-written copy: the filter's distinctive log name appears once
+	// in all of the module's and the examples' files.
+	n := 0
+	for _, dir := range moduleDirs {
+		for _, src := range loadModule(t, dir).files {
+			n += strings.Count(string(src), "cloudaudit.googleapis.com%2Fsystem_event")
+		}
+	}
+	if n != 1 {
+		t.Errorf("the sink filter is written %d times in .tf files; want once", n)
+	}
+}
+
+func TestSchedulerPublishesSweepMessage(t *testing.T) {
+	m := loadModule(t, ".")
+	ctx := m.evalContext(t, nil)
+	job := m.resource(t, "google_cloud_scheduler_job.sweep")
+	data := evalString(t, ctx, attr(t, job, "pubsub_target", "data").Expr)
+	got, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		t.Fatalf("scheduler data %q is not base64: %v", data, err)
+	}
+	if string(got) != events.SweepMessage {
+		t.Errorf("scheduler publishes %q; want events.SweepMessage %q", got, events.SweepMessage)
+	}
+	if !events.IsSweep(got) {
+		t.Errorf("events.IsSweep(%q) = false; the function would reject the scheduler's message", got)
+	}
+	if !isReference(attr(t, job, "pubsub_target", "topic_name").Expr, "google_pubsub_topic.events.id") {
+		t.Error("the sweep is not published to the topic the function is fed from")
+	}
+	if got, want := evalString(t, ctx, attr(t, m.variables["sweep_schedule"], "default").Expr), "*/5 * * * *"; got != want {
+		t.Errorf("default sweep_schedule = %q; want %q", got, want)
+	}
+}
+
+func TestEntryPointIsFunctionEntryPoint(t *testing.T) {
+	m := loadModule(t, ".")
+	fn := m.resource(t, "google_cloudfunctions2_function.autoheal")
+	if got := evalString(t, m.evalContext(t, nil), attr(t, fn, "build_config", "entry_point").Expr); got != function.EntryPoint {
+		t.Errorf("entry_point = %q; want function.EntryPoint %q", got, function.EntryPoint)
+	}
+}
+
+// configVars returns the environment variables function.Config reads, with
+// each one's default (hasDef is false for required variables).
+func configVars(t *testing.T) map[string]configVar {
+	t.Helper()
+	out := map[string]configVar{}
+	typ := reflect.TypeOf(function.Config{})
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		tag, ok := f.Tag.Lookup("envconfig")
+		if !ok {
+			t.Fatalf("function.Config.%s has no envconfig tag", f.Name)
+		}
+		out[function.EnvPrefix+"_"+tag] = configVar{
+			suffix: tag,
+			def:    f.Tag.Get("default"),
+			hasDef: f.Tag.Get("default") != "" || !(f.Tag.Get("required") == "true"),
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("function.Config has no fields")
+	}
+	return out
+}
+
+type configVar struct {
+	suffix string
+	def    string
+	hasDef bool
+}
+
+// Variables whose module default differs from the Go default on purpose.
+var deliberateDefaults = map[string]string{
+	"dry_run": "true: the first deploy only decides and records",
+}
+
+func TestEnvironmentIsExactlyFunctionConfig(t *testing.T) {
+	m := loadModule(t, ".")
+	fn := m.resource(t, "google_cloudfunctions2_function.autoheal")
+	env, ok := attr(t, fn, "service_config", "environment_variables").Expr.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		t.Fatal("environment_variables is not an object literal")
+	}
+	got := map[string]*hclsyntax.ObjectConsItem{}
+	for i := range env.Items {
+		item := &env.Items[i]
+		k, diags := item.KeyExpr.Value(nil)
+		if diags.HasErrors() || k.Type() != cty.String {
+			t.Fatalf("%s: environment variable name is not a literal", exprSource(item.KeyExpr))
+		}
+		got[k.AsString()] = item
+	}
+	want := configVars(t)
+	var gotNames, wantNames []string
+	for n := range got {
+		gotNames = append(gotNames, n)
+	}
+	for n := range want {
+		wantNames = append(wantNames, n)
+	}
+	sort.Strings(gotNames)
+	sort.Strings(wantNames)
+	if diff := cmp.Diff(wantNames, gotNames); diff != "" {
+		t.Fatalf("environment_variables differ from function.Config's variables (-want +got):\n%s", diff)
+	}
+
+	ctx := m.evalContext(t, map[string]cty.Value{"project_id": cty.StringVal("p")})
+	for name, cv := range want {
+		item := got[name]
+		varName := strings.ToLower(cv.suffix)
+		// Each value comes from the variable named after it, except these,
+		// which come from what the module derives or creates.
+		if src, special := specialEnvSources[cv.suffix]; special {
+			if !isReference(item.ValueExpr, src) && !containsTraversal(item.ValueExpr, src) {
+				t.Errorf("%s is not fed from %s", name, src)
+			}
+		} else {
+			vars := hclsyntax.Variables(item.ValueExpr)
+			if len(vars) != 1 || traversalString(vars[0]) != "var."+varName {
+				t.Errorf("%s is not fed from var.%s alone", name, varName)
+			}
+		}
+		b, ok := m.variables[varName]
+		if !ok {
+			if cv.suffix != "PROJECT" {
+				t.Errorf("%s: no variable %q", name, varName)
+			}
+			continue
+		}
+		if len(blocksOf(b, "validation")) == 0 && !isBoolVar(t, b) {
+			t.Errorf("variable %q (%s) has no validation", varName, name)
+		}
+		if _, deliberate := deliberateDefaults[varName]; deliberate || !cv.hasDef {
+			continue
+		}
+		def, diags := attr(t, b, "default").Expr.Value(nil)
+		if diags.HasErrors() {
+			t.Fatalf("default of %q: %v", varName, diags)
+		}
+		if gotDef := envString(t, def); gotDef != cv.def {
+			t.Errorf("variable %q defaults to %q but function.Config's %s to %q", varName, gotDef, name, cv.def)
+		}
+	}
+	if got := evalString(t, ctx, got[function.EnvPrefix+"_PROJECTS"].ValueExpr); got != "p" {
+		t.Errorf("%s_PROJECTS with no projects = %q; want the function's own project", function.EnvPrefix, got)
+	}
+}
+
+// specialEnvSources are the function.Config variables not fed from the
+// Terraform variable of the same name.
+var specialEnvSources = map[string]string{
+	"PROJECT":            "var.project_id",
+	"PROJECTS":           "local.tpu_projects",
+	"FIRESTORE_DATABASE": "google_firestore_database.ledger.name",
+}
+
+func containsTraversal(expr hclsyntax.Expression, want string) bool {
+	for _, tr := range hclsyntax.Variables(expr) {
+		if traversalString(tr) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// envString renders a Terraform variable's default as the environment
+// variable Terraform would set from it.
+func envString(t *testing.T, v cty.Value) string {
+	t.Helper()
+	switch {
+	case v.Type() == cty.String:
+		return v.AsString()
+	case v.Type() == cty.Number:
+		return v.AsBigFloat().Text('f', -1)
+	case v.Type() == cty.Bool:
+		return strconv.FormatBool(v.True())
+	case v.CanIterateElements():
+		var parts []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			parts = append(parts, envString(t, e))
+		}
+		return strings.Join(parts, ",")
+	}
+	t.Fatalf("unsupported default %#v", v)
+	return ""
+}
+
+// The values Terraform sets must be ones function.LoadConfig accepts.
+func TestDefaultEnvironmentLoads(t *testing.T) {
+	m := loadModule(t, ".")
+	fn := m.resource(t, "google_cloudfunctions2_function.autoheal")
+	env := attr(t, fn, "service_config", "environment_variables").Expr.(*hclsyntax.ObjectConsExpr)
+	ctx := m.evalContext(t, map[string]cty.Value{"project_id": cty.StringVal("my-project")})
+	ctx.Variables["google_firestore_database"] = cty.ObjectVal(map[string]cty.Value{
+		"ledger": cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("tpu-autoheal")}),
+	})
+	vals := map[string]string{}
+	for _, item := range env.Items {
+		k, _ := item.KeyExpr.Value(nil)
+		vals[k.AsString()] = evalString(t, ctx, item.ValueExpr)
+	}
+	cfg, err := function.LoadConfig(func(k string) (string, bool) { v, ok := vals[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("LoadConfig(module defaults) = %v", err)
+	}
+	if !cfg.DryRun {
+		t.Error("module defaults load with DryRun false; the first deploy must be a dry run")
+	}
+	if diff := cmp.Diff([]string{"my-project"}, cfg.Projects); diff != "" {
+		t.Errorf("Projects (-want +got):\n%s", diff)
+	}
+}
+
+func TestCustomRoleIsFunctionPermissions(t *testing.T) {
+	m := loadModule(t, ".")
+	got := evalStrings(t, m.evalContext(t, nil), m.local(t, "function_permissions"))
+	if !sort.StringsAreSorted(got) {
+		t.Error("local.function_permissions is not sorted")
+	}
+	if diff := cmp.Diff(function.Permissions(), got); diff != "" {
+		t.Errorf("local.function_permissions differs from function.Permissions() (-want +got):\n%s", diff)
+	}
+	role := m.resource(t, "google_project_iam_custom_role.function")
+	if !isReference(attr(t, role, "permissions").Expr, "local.function_permissions") {
+		t.Error("the custom role's permissions are not local.function_permissions")
+	}
+}
+
+// The function opens the ledger without a collection prefix, so the deployed
+// collection group is ledger.CollectionEvents itself.
+func TestTTLPolicyIsOnLedgerEvents(t *testing.T) {
+	m := loadModule(t, ".")
+	ctx := m.evalContext(t, nil)
+	field := m.resource(t, "google_firestore_field.events_ttl")
+	collection := evalString(t, ctx, attr(t, field, "collection").Expr)
+	name := evalString(t, ctx, attr(t, field, "field").Expr)
+	if collection != ledger.CollectionEvents || name != ledger.EventExpireField {
+		t.Errorf("TTL policy on %s.%s; want the ledger's %s.%s", collection, name, ledger.CollectionEvents, ledger.EventExpireField)
+	}
+	if len(blocksOf(field, "ttl_config")) != 1 {
+		t.Error("google_firestore_field.events_ttl has no ttl_config")
+	}
+}
+
+func TestMetricsReadTheRecordsLog(t *testing.T) {
+	m := loadModule(t, ".")
+	ctx := m.evalContext(t, map[string]cty.Value{"project_id": cty.StringVal("p")})
+	if got := evalString(t, ctx, m.local(t, "record_log_name")); got != record.LogName {
+		t.Errorf("local.record_log_name = %q; want record.LogName %q", got, record.LogName)
+	}
+	if got := evalString(t, ctx, m.local(t, "record_app_label")); got != record.AppLabelValue {
+		t.Errorf("local.record_app_label = %q; want record.AppLabelValue %q", got, record.AppLabelValue)
+	}
+	filter := evalString(t, ctx, m.local(t, "record_log_filter"))
+	for _, want := range []string{
+		`logName="projects/p/logs/` + record.LogName + `"`,
+		`labels.` + record.LabelApp + `="` + record.AppLabelValue + `"`,
+	} {
+		if !strings.Contains(filter, want) {
+			t.Errorf("record filter %q lacks %s", filter, want)
+		}
+	}
+	for _, name := range []string{"recoveries_started", "recoveries_finished", "recoveries_failed", "rejects"} {
+		b := m.resource(t, "google_logging_metric."+name)
+		src := string(attr(t, b, "filter").Expr.Range().SliceBytes(m.files["main.tf"]))
+		if !strings.Contains(src, "${local.record_log_filter}") {
+			t.Errorf("metric %s does not filter on the records log: %s", name, src)
+		}
+	}
+	alert := m.resource(t, "google_monitoring_alert_policy.recovery_failed")
+	if !isReference(attr(t, alert, "notification_channels").Expr, "var.notification_channels") {
+		t.Error("the alert does not notify var.notification_channels")
+	}
+}
+
+func TestArchiveHoldsExactlyFunctionSourceFiles(t *testing.T) {
+	trees := map[string]string{"repository": "..", "synthetic tree": syntheticRepo(t)}
+	for name, root := range trees {
+		t.Run(name, func(t *testing.T) {
+			want, err := function.SourceFiles(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := archivedFiles(t, loadModule(t, "."), root)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("archive differs from function.SourceFiles (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// syntheticRepo builds a tree with one of every kind of file the archive
+// must keep or drop.
+func syntheticRepo(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, p := range []string{
+		"go.mod", "go.sum", "register.go", "register_test.go", "README.md", ".gitignore",
+		".git/config", ".git/objects/ab/cdef", ".ci/run",
+		"cmd/autoheal/main.go", "scripts/test.sh", "docs/design.md",
+		"terraform/main.tf", "terraform/module_test.go", "terraform/examples/basic/main.tf",
+		"testdata/replay/a.json",
+		"function/function.go", "function/function_test.go", "function/testdata/push.json",
+		"internal/events/event.go", "internal/events/event_test.go", "internal/events/testdata/fuzz/FuzzParse/x",
+		"internal/ledger/ledgertest/ledgertest.go",
+		"startup/startup.go", "startup/resume-training.sh", "startup/test/resume.bats",
+	} {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// archivedFiles computes what data.archive_file.source zips from root: the
+// module's include globs minus its exclude globs (Terraform's fileset), then
+// the archive provider's walk, which drops every excluded path and skips
+// excluded directories whole.
+func archivedFiles(t *testing.T, m *module, root string) []string {
+	t.Helper()
+	ctx := m.evalContext(t, nil)
+	include := evalStrings(t, ctx, m.local(t, "source_include"))
+	exclude := evalStrings(t, ctx, m.local(t, "source_exclude"))
+	skip := evalStrings(t, ctx, m.local(t, "source_skip_dirs"))
+
+	archive := m.data["archive_file.source"]
+	if archive == nil {
+		t.Fatal("no data.archive_file.source")
+	}
+	src := string(attr(t, archive, "excludes").Expr.Range().SliceBytes(m.files["main.tf"]))
+	for _, want := range []string{`setsubtract(fileset(local.source_root, "**"), local.source_files)`, "local.source_skip_dirs"} {
+		if !strings.Contains(src, want) {
+			t.Fatalf("archive excludes %s do not contain %s; this test models that expression", src, want)
+		}
+	}
+
+	var all []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			all = append(all, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	matchesAny := func(patterns []string, f string) bool {
+		for _, p := range patterns {
+			if globMatch(p, f) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, f := range all {
+		selected := matchesAny(include, f) && !matchesAny(exclude, f)
+		skipped := false
+		for _, d := range skip {
+			if strings.HasPrefix(f, d+"/") || f == d {
+				skipped = true
+			}
+		}
+		if selected && !skipped {
+			out = append(out, f)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// globMatch matches a slash-separated path against a Terraform fileset
+// pattern: "**" spans any number of directories, other segments follow
+// path.Match.
+func globMatch(pattern, name string) bool {
+	return globSegments(strings.Split(pattern, "/"), strings.Split(name, "/"))
+}
+
+func globSegments(pat, name []string) bool {
+	if len(pat) == 0 {
+		return len(name) == 0
+	}
+	if pat[0] == "**" {
+		for i := 0; i <= len(name); i++ {
+			if globSegments(pat[1:], name[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(name) == 0 {
+		return false
+	}
+	ok, err := path.Match(pat[0], name[0])
+	return err == nil && ok && globSegments(pat[1:], name[1:])
+}
+
+func TestGlobMatchFollowsFileset(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"*.go", "register.go", true},
+		{"*.go", "function/handle.go", false},
+		{"function/**", "function/a/b.go", true},
+		{"**/testdata/**", "testdata/x.json", true},
+		{"**/testdata/**", "internal/events/testdata/fuzz/x", true},
+		{"**/*_test.go", "a_test.go", true},
+		{"**/*_test.go", "internal/x/a.go", false},
+	} {
+		if got := globMatch(tc.pattern, tc.name); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v; want %v", tc.pattern, tc.name, got, tc.want)
+		}
+	}
+}
+
+func blocksOf(b *hclsyntax.Block, typ string) []*hclsyntax.Block {
+	var out []*hclsyntax.Block
+	for _, nb := range b.Body.Blocks {
+		if nb.Type == typ {
+			out = append(out, nb)
+		}
+	}
+	return out
+}
+
+func isBoolVar(t *testing.T, b *hclsyntax.Block) bool {
+	t.Helper()
+	a, ok := b.Body.Attributes["type"]
+	if !ok {
+		return false
+	}
+	st, ok := a.Expr.(*hclsyntax.ScopeTraversalExpr)
+	return ok && traversalString(st.Traversal) == "bool"
+}

@@ -1,0 +1,427 @@
+# Where it runs.
+
+variable "project_id" {
+  type        = string
+  description = "Project that hosts the function, its topics, Firestore database, metrics and alert (AUTOHEAL_PROJECT)."
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
+    error_message = "project_id must be a Google Cloud project id (6-30 lowercase letters, digits, hyphens)."
+  }
+}
+
+variable "region" {
+  type        = string
+  description = "Region of the function, the Cloud Scheduler job and the source bucket, e.g. us-central1."
+
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
+    error_message = "region must be a Google Cloud region such as us-central1."
+  }
+}
+
+variable "name" {
+  type        = string
+  description = "Prefix of every resource name the module creates; change it to run two instances in one project."
+  default     = "tpu-autoheal"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,18}[a-z0-9]$", var.name))
+    error_message = "name must be 3-20 lowercase letters, digits or hyphens, starting with a letter (service account and role ids derive from it)."
+  }
+}
+
+variable "enable_apis" {
+  type        = bool
+  description = "Enable the Google APIs the module uses in project_id (never disabled on destroy)."
+  default     = true
+}
+
+# What it watches.
+
+variable "projects" {
+  type        = list(string)
+  description = "Projects whose TPU nodes may be handled (AUTOHEAL_PROJECTS); entries about any other project are rejected. Empty means [project_id]. With sink_scope = \"project\" a sink is created in each."
+  default     = []
+
+  validation {
+    condition     = alltrue([for p in var.projects : can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", p))])
+    error_message = "Every entry of projects must be a Google Cloud project id."
+  }
+}
+
+variable "zones" {
+  type        = list(string)
+  description = "Zones the periodic sweep lists TPU nodes in (AUTOHEAL_ZONES), e.g. [\"us-central2-b\"]. Empty: the sweep only finishes unfinished recoveries and due deferrals."
+  default     = []
+
+  validation {
+    condition     = alltrue([for z in var.zones : can(regex("^[a-z]+-[a-z]+[0-9]+-[a-z]$", z))])
+    error_message = "Every entry of zones must be a zone such as us-central2-b."
+  }
+}
+
+variable "sink_scope" {
+  type        = string
+  description = "Where the log sink lives: \"project\" (a sink in each watched project), \"folder\" (one aggregated sink over folder_id) or \"organization\" (one aggregated sink over org_id)."
+  default     = "project"
+
+  validation {
+    condition     = contains(["project", "folder", "organization"], var.sink_scope)
+    error_message = "sink_scope must be \"project\", \"folder\" or \"organization\"."
+  }
+}
+
+variable "folder_id" {
+  type        = string
+  description = "Folder whose projects' TPU entries the aggregated sink collects, as digits; required when sink_scope = \"folder\"."
+  default     = null
+
+  validation {
+    condition     = var.folder_id == null || can(regex("^[0-9]+$", var.folder_id))
+    error_message = "folder_id must be the folder's number, without \"folders/\"."
+  }
+}
+
+variable "org_id" {
+  type        = string
+  description = "Organization whose projects' TPU entries the aggregated sink collects, as digits; required when sink_scope = \"organization\"."
+  default     = null
+
+  validation {
+    condition     = var.org_id == null || can(regex("^[0-9]+$", var.org_id))
+    error_message = "org_id must be the organization's number, without \"organizations/\"."
+  }
+}
+
+variable "tpu_service_accounts" {
+  type        = list(string)
+  description = "Service accounts the TPU nodes run as; the function gets roles/iam.serviceAccountUser on each so it can recreate nodes that use them."
+  default     = []
+
+  validation {
+    condition     = alltrue([for sa in var.tpu_service_accounts : can(regex("^[^@\\s]+@[a-z0-9.-]+\\.gserviceaccount\\.com$", sa))])
+    error_message = "Every entry of tpu_service_accounts must be a service account email."
+  }
+}
+
+# What it does (the function's AUTOHEAL_* settings).
+
+variable "dry_run" {
+  type        = bool
+  description = "Decide and record everything but mutate nothing (AUTOHEAL_DRY_RUN). Defaults to true: read a week of records, then set false."
+  default     = true
+}
+
+variable "label_selector" {
+  type        = string
+  description = "Opt-in label, key=value (AUTOHEAL_LABEL_SELECTOR); only nodes carrying it are ever recreated."
+  default     = "tpu-autoheal=enabled"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9_-]{0,62}=[a-z0-9_-]{0,63}$", var.label_selector))
+    error_message = "label_selector must be key=value with a valid label key and value."
+  }
+}
+
+variable "startup_script" {
+  type        = string
+  description = "gs:// URI of the script set as a recreated node's startup-script (AUTOHEAL_STARTUP_SCRIPT); empty means the script embedded in the function (startup/resume-training.sh)."
+  default     = ""
+
+  validation {
+    condition     = var.startup_script == "" || can(regex("^gs://[a-z0-9][a-z0-9._-]{1,220}/.+$", var.startup_script))
+    error_message = "startup_script must be empty or a gs://BUCKET/OBJECT URI."
+  }
+}
+
+variable "tpu_endpoint" {
+  type        = string
+  description = "TPU API endpoint override (AUTOHEAL_TPU_ENDPOINT), e.g. a Private Service Connect endpoint; empty means the public endpoint."
+  default     = ""
+
+  validation {
+    condition     = var.tpu_endpoint == "" || can(regex("^https://", var.tpu_endpoint))
+    error_message = "tpu_endpoint must be empty or an https:// URL."
+  }
+}
+
+variable "record_to" {
+  type        = string
+  description = "Where decision records go (AUTOHEAL_RECORD_TO): \"logging\" (the tpu-autoheal log, which the metrics and alert read) or \"stdout\"."
+  default     = "logging"
+
+  validation {
+    condition     = contains(["logging", "stdout"], var.record_to)
+    error_message = "record_to must be \"logging\" or \"stdout\"."
+  }
+}
+
+variable "max_event_age" {
+  type        = string
+  description = "Entries older than this are dropped with a record (AUTOHEAL_MAX_EVENT_AGE), a Go duration."
+  default     = "24h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.max_event_age))
+    error_message = "max_event_age must be a Go duration such as 24h."
+  }
+}
+
+variable "unhealthy_grace" {
+  type        = string
+  description = "How long a READY node may stay unhealthy before it is recreated (AUTOHEAL_UNHEALTHY_GRACE), a Go duration."
+  default     = "10m"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.unhealthy_grace))
+    error_message = "unhealthy_grace must be a Go duration such as 10m."
+  }
+}
+
+variable "stuck_grace" {
+  type        = string
+  description = "How long a node may stay in a transitional state (RESTARTING, REPAIRING, ...) before it is recreated (AUTOHEAL_STUCK_GRACE), a Go duration."
+  default     = "30m"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.stuck_grace))
+    error_message = "stuck_grace must be a Go duration such as 30m."
+  }
+}
+
+variable "cooldown" {
+  type        = string
+  description = "Minimum time between two recreates of one node (AUTOHEAL_COOLDOWN), a Go duration."
+  default     = "30m"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.cooldown))
+    error_message = "cooldown must be a Go duration such as 30m."
+  }
+}
+
+variable "window" {
+  type        = string
+  description = "Window over which max_recreates is counted (AUTOHEAL_WINDOW), a Go duration."
+  default     = "24h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.window))
+    error_message = "window must be a Go duration such as 24h."
+  }
+}
+
+variable "max_recreates" {
+  type        = number
+  description = "Most recreates of one node within window (AUTOHEAL_MAX_RECREATES); past it the node is left alone and the record says why."
+  default     = 3
+
+  validation {
+    condition     = var.max_recreates >= 1 && floor(var.max_recreates) == var.max_recreates
+    error_message = "max_recreates must be a whole number of at least 1."
+  }
+}
+
+variable "max_in_flight" {
+  type        = number
+  description = "Most unfinished recoveries per project at once (AUTOHEAL_MAX_IN_FLIGHT)."
+  default     = 4
+
+  validation {
+    condition     = var.max_in_flight >= 1 && floor(var.max_in_flight) == var.max_in_flight
+    error_message = "max_in_flight must be a whole number of at least 1."
+  }
+}
+
+variable "lease" {
+  type        = string
+  description = "How long a recovery claim lives without renewal before another delivery may take it over (AUTOHEAL_LEASE), a Go duration."
+  default     = "15m"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.lease))
+    error_message = "lease must be a Go duration such as 15m."
+  }
+}
+
+variable "event_ttl" {
+  type        = string
+  description = "How long processed event ids are remembered for deduplication (AUTOHEAL_EVENT_TTL), a Go duration; Firestore's TTL policy deletes them afterwards."
+  default     = "168h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.event_ttl))
+    error_message = "event_ttl must be a Go duration such as 168h."
+  }
+}
+
+variable "sweep_budget" {
+  type        = string
+  description = "Longest one sweep runs (AUTOHEAL_SWEEP_BUDGET), a Go duration; the next sweep resumes where it stopped. Keep it under function_timeout_seconds."
+  default     = "4m"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.sweep_budget))
+    error_message = "sweep_budget must be a Go duration such as 4m."
+  }
+}
+
+variable "sweep_schedule" {
+  type        = string
+  description = "Cron schedule of the sweep Cloud Scheduler publishes (unix-cron, in sweep_time_zone)."
+  default     = "*/5 * * * *"
+
+  validation {
+    condition     = length(split(" ", trimspace(var.sweep_schedule))) == 5
+    error_message = "sweep_schedule must be a five-field unix-cron expression such as \"*/5 * * * *\"."
+  }
+}
+
+variable "sweep_time_zone" {
+  type        = string
+  description = "Time zone of sweep_schedule (tz database name)."
+  default     = "Etc/UTC"
+}
+
+# The function.
+
+variable "runtime" {
+  type        = string
+  description = "Cloud Run functions Go runtime; must be at least the go directive of go.mod (1.26), else the build fails."
+  default     = "go126"
+
+  validation {
+    condition     = can(regex("^go[0-9]+$", var.runtime))
+    error_message = "runtime must be a Go runtime id such as go126."
+  }
+}
+
+variable "source_dir" {
+  type        = string
+  description = "Repository root the function is built from; null means the directory above this module."
+  default     = null
+}
+
+variable "function_memory" {
+  type        = string
+  description = "Memory of each function instance (Cloud Run format, e.g. 256Mi)."
+  default     = "256Mi"
+
+  validation {
+    condition     = can(regex("^[0-9]+(Mi|Gi)$", var.function_memory))
+    error_message = "function_memory must look like 256Mi or 1Gi."
+  }
+}
+
+variable "function_timeout_seconds" {
+  type        = number
+  description = "Longest one delivery may run (a recreate waits for the delete and create operations). At most 600: Pub/Sub push waits no longer."
+  default     = 540
+
+  validation {
+    condition     = var.function_timeout_seconds >= 60 && var.function_timeout_seconds <= 600
+    error_message = "function_timeout_seconds must be between 60 and 600."
+  }
+}
+
+variable "max_instances" {
+  type        = number
+  description = "Most function instances at once; deliveries beyond it are retried by Pub/Sub."
+  default     = 10
+
+  validation {
+    condition     = var.max_instances >= 1 && var.max_instances <= 1000
+    error_message = "max_instances must be between 1 and 1000."
+  }
+}
+
+variable "labels" {
+  type        = map(string)
+  description = "Labels set on every resource that takes labels."
+  default     = {}
+}
+
+# Delivery.
+
+variable "max_delivery_attempts" {
+  type        = number
+  description = "Deliveries of one message before Pub/Sub moves it to the dead-letter topic (5-100)."
+  default     = 10
+
+  validation {
+    condition     = var.max_delivery_attempts >= 5 && var.max_delivery_attempts <= 100
+    error_message = "max_delivery_attempts must be between 5 and 100 (Pub/Sub's limits)."
+  }
+}
+
+variable "retry_minimum_backoff" {
+  type        = string
+  description = "Shortest wait before Pub/Sub redelivers a failed message, seconds with an s suffix (0s-600s)."
+  default     = "10s"
+
+  validation {
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?s$", var.retry_minimum_backoff))
+    error_message = "retry_minimum_backoff must be seconds with an s suffix, e.g. 10s."
+  }
+}
+
+variable "retry_maximum_backoff" {
+  type        = string
+  description = "Longest wait before Pub/Sub redelivers a failed message, seconds with an s suffix (0s-600s)."
+  default     = "600s"
+
+  validation {
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?s$", var.retry_maximum_backoff))
+    error_message = "retry_maximum_backoff must be seconds with an s suffix, e.g. 600s."
+  }
+}
+
+variable "dead_letter_retention" {
+  type        = string
+  description = "How long the dead-letter subscription keeps undeliverable messages (at most 604800s, 7 days)."
+  default     = "604800s"
+
+  validation {
+    condition     = can(regex("^[0-9]+s$", var.dead_letter_retention))
+    error_message = "dead_letter_retention must be whole seconds with an s suffix, e.g. 604800s."
+  }
+}
+
+# State.
+
+variable "firestore_database" {
+  type        = string
+  description = "Name of the Firestore (native mode) database holding the ledger (AUTOHEAL_FIRESTORE_DATABASE); created by the module."
+  default     = "tpu-autoheal"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.firestore_database)) && var.firestore_database != "(default)"
+    error_message = "firestore_database must be 4-63 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "firestore_location" {
+  type        = string
+  description = "Firestore location (a region such as us-central1, or a multi-region such as nam5); null means region."
+  default     = null
+}
+
+variable "firestore_delete_protection" {
+  type        = bool
+  description = "Protect the ledger database from deletion; set false, apply, then destroy to tear it down."
+  default     = true
+}
+
+# Alerting.
+
+variable "notification_channels" {
+  type        = list(string)
+  description = "Monitoring notification channel ids (projects/P/notificationChannels/N) the failed-recovery alert notifies; empty still creates the alert, visible in the console."
+  default     = []
+
+  validation {
+    condition     = alltrue([for c in var.notification_channels : can(regex("^projects/[^/]+/notificationChannels/[^/]+$", c))])
+    error_message = "Every notification channel must be projects/PROJECT/notificationChannels/ID."
+  }
+}
