@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test tpu-autoheal has: formatting and vet, unit tests, the
 # emulator suites (Firestore and Pub/Sub emulators started by the Go test
-# harness in their own process groups), a fixed-time fuzz run of the parser,
-# shellcheck and the bats tests of the startup script.
+# harness in their own process groups), fixed-time fuzz runs of the parsers,
+# then the shell linter and the bats tests of the startup script.
 # Usage: scripts/test.sh            (from anywhere inside the repository)
 set -euo pipefail
 
@@ -25,7 +25,7 @@ if ((${#need_pkgs[@]} > 0)); then
 fi
 
 log "gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+unformatted=$(gofmt -l .)
 if [[ -n "$unformatted" ]]; then
 	log "gofmt would change:"
 	printf '%s\n' "$unformatted" >&2
@@ -42,11 +42,17 @@ go test -count=1 ./...
 log "emulator suites (Firestore, Pub/Sub emulators; end to end)"
 go test -count=1 -tags emulator -timeout 30m ./...
 
-log "fuzz the log entry parser"
-go test -run '^$' -fuzz '^FuzzParse$' -fuzztime "${FUZZTIME:-30s}" ./internal/events
+# Fuzzing: a fixed time per target; any panic or broken invariant fails.
+fuzz() {
+	log "fuzz $1 in $2"
+	go test -run '^$' -fuzz "^$1\$" -fuzztime "${FUZZTIME:-30s}" "$2"
+}
+fuzz FuzzParse ./internal/events
+fuzz FuzzReader ./internal/events
 
 log "shellcheck"
 shellcheck scripts/*.sh .ci/run startup/*.sh startup/test/*.bash
+shellcheck -s bats startup/test/*.bats
 
 log "bats"
 bats startup/test

@@ -34,14 +34,15 @@ type nodeLedger struct {
 }
 
 // countsAsRecreate reports whether a recovery in phase p has destroyed, or
-// may have destroyed, the node: from the moment the delete is requested the
-// recovery counts for the cooldown and the window cap. Counting at the delete
-// request (not at done) is what makes the guards impossible to bypass by
-// crashing mid-recovery. A recovery that ends (done) without ever requesting
-// a delete — a reset of a queued resource — counts when it is done.
+// may have destroyed, the node: from the moment the delete (or the queued
+// resource reset, saved as creating) is requested, the recovery counts for
+// the cooldown and the window cap. Counting at the request, not at done, is
+// what makes the guards impossible to bypass by crashing mid-recovery. A
+// recovery closed (done) without ever reaching those phases — the node
+// recovered by itself — does not count.
 func countsAsRecreate(p remediate.Phase) bool {
 	switch p {
-	case remediate.PhaseDeleting, remediate.PhaseDeleted, remediate.PhaseCreating, remediate.PhaseDone:
+	case remediate.PhaseDeleting, remediate.PhaseDeleted, remediate.PhaseCreating:
 		return true
 	}
 	return false

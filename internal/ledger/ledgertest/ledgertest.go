@@ -261,10 +261,12 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 		}
 	})
 
-	t.Run("recovery that never deleted does not count as a recreate", func(t *testing.T) {
+	t.Run("recovery closed without a delete does not count as a recreate", func(t *testing.T) {
 		s := newStore(t)
 		r := mustClaim(t, s, req(nodeA, "h1", t0))
 		r.Phase = remediate.PhaseFailed
+		mustUpdate(t, s, r)
+		r.Phase = remediate.PhaseDone
 		mustUpdate(t, s, r)
 		if h := mustHistory(t, s, nodeA, "", t0); len(h.Recreates) != 0 {
 			t.Errorf("Recreates = %v; want none", h.Recreates)

@@ -1,0 +1,60 @@
+package ledger
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The conditional writes list fields by name; DataTo reads them by struct
+// tag. A field missing from either side would silently lose data.
+func TestWrittenFieldsMatchStoredStruct(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		doc    any
+		fields map[string]any
+	}{
+		{"recovery", recoveryDoc{}, recoveryDoc{}.fields()},
+		{"project", projectDoc{}, projectDoc{}.fields()},
+	} {
+		var want, got []string
+		rt := reflect.TypeOf(tc.doc)
+		for i := 0; i < rt.NumField(); i++ {
+			want = append(want, strings.Split(rt.Field(i).Tag.Get("firestore"), ",")[0])
+		}
+		for k := range tc.fields {
+			got = append(got, k)
+		}
+		sort.Strings(want)
+		sort.Strings(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s fields (-struct tags +written):\n%s", tc.name, diff)
+		}
+	}
+}
+
+func TestDocIDIsSafeAndInjective(t *testing.T) {
+	ids := []string{
+		"projects/p/locations/us-central2-b/nodes/n",
+		"projects~p~locations~us-central2-b~nodes~n",
+		"/leading-slash", "a//b", "trailing/", "__reserved__", ".", "..", "", "插入",
+		"abc123insertid", strings.Repeat("x", 2000),
+	}
+	seen := map[string]string{}
+	for _, id := range ids {
+		got := docID(id)
+		if got == "" || strings.Contains(got, "/") || len(got) > 1500 || got == "." || got == ".." || strings.HasPrefix(got, "__") {
+			t.Errorf("docID(%q) = %q; not a valid Firestore document id", id, got)
+		}
+		if prev, ok := seen[got]; ok {
+			t.Errorf("docID(%q) = docID(%q) = %q", id, prev, got)
+		}
+		seen[got] = id
+	}
+	if got, want := docID("projects/p/locations/z/nodes/n"), "projects~p~locations~z~nodes~n"; got != want {
+		t.Errorf("docID of a node name = %q; want the readable %q", got, want)
+	}
+}
