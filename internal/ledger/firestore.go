@@ -28,6 +28,7 @@ import (
 //	                       the node's JSON), claim, lease, and recreate history
 //	projects/{project}     inFlight: the nodes with an unfinished recovery
 //	deferrals/{node key}   a pending deferral, queried by due
+//	holds/{node key}       a node a user terminated: never recovered while held
 //	events/{event key}     a processed event id; expireAt drives a TTL policy
 //	state/sweep            the sweep cursor
 //
@@ -38,6 +39,7 @@ const (
 	CollectionRecoveries = "recoveries"
 	CollectionProjects   = "projects"
 	CollectionDeferrals  = "deferrals"
+	CollectionHolds      = "holds"
 	CollectionEvents     = "events"
 	CollectionState      = "state"
 
@@ -210,6 +212,19 @@ type deferralDoc struct {
 	Reason  string    `firestore:"reason"`
 }
 
+type holdDoc struct {
+	Node    string    `firestore:"node"`
+	Project string    `firestore:"project"`
+	NodeID  int64     `firestore:"nodeId"`
+	Since   time.Time `firestore:"since"`
+	EventID string    `firestore:"eventId"`
+	Reason  string    `firestore:"reason"`
+}
+
+func (d holdDoc) hold() remediate.Hold {
+	return remediate.Hold{Node: d.Node, Project: d.Project, NodeID: d.NodeID, Since: d.Since, EventID: d.EventID, Reason: d.Reason}
+}
+
 type stateDoc struct {
 	Cursor    string    `firestore:"cursor"`
 	UpdatedAt time.Time `firestore:"updatedAt"`
@@ -306,6 +321,7 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 		f.col(CollectionRecoveries).Doc(docID(node)),
 		f.col(CollectionProjects).Doc(docID(project)),
 		f.col(CollectionDeferrals).Doc(docID(node)),
+		f.col(CollectionHolds).Doc(docID(node)),
 	}
 	if eventID != "" {
 		refs = append(refs, f.col(CollectionEvents).Doc(docID(eventID)))
@@ -336,9 +352,17 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 		dd := d.deferral()
 		h.Deferral = &dd
 	}
-	if eventID != "" && snaps[3].Exists() {
+	if snaps[3].Exists() {
+		var d holdDoc
+		if err := snaps[3].DataTo(&d); err != nil {
+			return h, fmt.Errorf("hold of %s: %w", node, err)
+		}
+		hd := d.hold()
+		h.Hold = &hd
+	}
+	if eventID != "" && snaps[4].Exists() {
 		var e eventDoc
-		if err := snaps[3].DataTo(&e); err != nil {
+		if err := snaps[4].DataTo(&e); err != nil {
 			return h, fmt.Errorf("event %s: %w", eventID, err)
 		}
 		h.EventSeen = e.ExpireAt.After(now)
@@ -506,6 +530,27 @@ func (f *Firestore) SetDeferral(ctx context.Context, d remediate.Deferral) error
 func (f *Firestore) ClearDeferral(ctx context.Context, node string) error {
 	if _, err := f.col(CollectionDeferrals).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
 		return fmt.Errorf("clear deferral of %s: %w", node, err)
+	}
+	return nil
+}
+
+// SetHold implements remediate.Store.
+func (f *Firestore) SetHold(ctx context.Context, h remediate.Hold) error {
+	if h.Node == "" {
+		return fmt.Errorf("set hold: empty node")
+	}
+	doc := holdDoc{Node: h.Node, Project: h.Project, NodeID: h.NodeID, Since: h.Since, EventID: h.EventID, Reason: h.Reason}
+	if _, err := f.col(CollectionHolds).Doc(docID(h.Node)).Set(ctx, doc); err != nil {
+		return fmt.Errorf("set hold of %s: %w", h.Node, err)
+	}
+	return nil
+}
+
+// ClearHold implements remediate.Store; clearing an absent hold is not an
+// error.
+func (f *Firestore) ClearHold(ctx context.Context, node string) error {
+	if _, err := f.col(CollectionHolds).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
+		return fmt.Errorf("clear hold of %s: %w", node, err)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ type Memory struct {
 	events    map[string]time.Time // event id → expiry
 	nodes     map[string]*nodeLedger
 	deferrals map[string]remediate.Deferral
+	holds     map[string]remediate.Hold
 	cursor    string
 }
 
@@ -66,6 +67,7 @@ func NewMemory(opts ...Option) *Memory {
 		events:    map[string]time.Time{},
 		nodes:     map[string]*nodeLedger{},
 		deferrals: map[string]remediate.Deferral{},
+		holds:     map[string]remediate.Hold{},
 	}
 }
 
@@ -104,6 +106,9 @@ func (m *Memory) History(ctx context.Context, node, project, eventID string, now
 	h.InFlight = m.inFlightLocked(project, node)
 	if d, ok := m.deferrals[node]; ok {
 		h.Deferral = &d
+	}
+	if hd, ok := m.holds[node]; ok {
+		h.Hold = &hd
 	}
 	return h, nil
 }
@@ -184,6 +189,26 @@ func (m *Memory) ClearDeferral(ctx context.Context, node string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.deferrals, node)
+	return nil
+}
+
+// SetHold implements remediate.Store.
+func (m *Memory) SetHold(ctx context.Context, h remediate.Hold) error {
+	if h.Node == "" {
+		return fmt.Errorf("set hold: empty node")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.holds[h.Node] = h
+	return nil
+}
+
+// ClearHold implements remediate.Store; clearing an absent hold is not an
+// error.
+func (m *Memory) ClearHold(ctx context.Context, node string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.holds, node)
 	return nil
 }
 

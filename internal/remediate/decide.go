@@ -71,6 +71,11 @@ func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 	if ev.Cause == events.CauseUser {
 		return Decision{Action: ActionSkip, Reason: "terminated by a user: never undone"}
 	}
+	if held(h.Hold, node) && !ours {
+		return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
+			"terminated by a user at %s (event %s): never undone; held until the node is READY and HEALTHY again or replaced",
+			h.Hold.Since.UTC().Format(time.RFC3339), h.Hold.EventID)}
+	}
 
 	if ours {
 		return decideOurs(obs, *rec, now, cfg)
@@ -80,6 +85,15 @@ func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 		cause = causeOf(node)
 	}
 	return decideNode(obs, h, now, cfg, cause)
+}
+
+// held reports whether hold still applies to the observed node: the same
+// node (by id) that the user terminated, not healthy again.
+func held(hold *Hold, node *tpu.Node) bool {
+	if hold == nil || node == nil || healthy(node) {
+		return false
+	}
+	return hold.NodeID == 0 || node.Id == hold.NodeID
 }
 
 // decideOurs decides about a node with an unfinished recovery of ours.

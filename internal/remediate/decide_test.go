@@ -39,6 +39,11 @@ func optedIn(state, health string) *tpu.Node {
 	}
 }
 
+func withID(n *tpu.Node, id int64) *tpu.Node {
+	n.Id = id
+	return n
+}
+
 func unlabelled(state, health string) *tpu.Node {
 	n := optedIn(state, health)
 	n.Labels = map[string]string{"team": "llm"}
@@ -193,6 +198,18 @@ func TestDecide(t *testing.T) {
 			want: ActionSkip, wantReason: "not opted in"},
 		{name: "termination by a user is never undone", ev: terminateEvent(events.CauseUser),
 			obs: Observed{Node: optedIn("TERMINATED", "")}, want: ActionSkip, wantReason: "terminated by a user: never undone"},
+		{name: "node a user terminated is not recovered by a sweep", ev: sweepEvent(),
+			obs: Observed{Node: withID(optedIn("TERMINATED", ""), 7)}, h: History{Hold: &Hold{Node: nodeName, NodeID: 7, Since: t0, EventID: "u1"}},
+			want: ActionSkip, wantReason: "terminated by a user at"},
+		{name: "node a user terminated is not recovered on a later maintenance event", ev: terminateEvent(events.CauseMaintenance),
+			obs: Observed{Node: withID(optedIn("TERMINATED", ""), 7)}, h: History{Hold: &Hold{Node: nodeName, NodeID: 7, Since: t0, EventID: "u1"}},
+			want: ActionSkip, wantReason: "never undone"},
+		{name: "hold does not apply to a node the user created again under the same name", ev: sweepEvent(),
+			obs: Observed{Node: withID(optedIn("TERMINATED", ""), 8)}, h: History{Hold: &Hold{Node: nodeName, NodeID: 7, Since: t0}},
+			want: ActionRecreate},
+		{name: "held node healthy again is recorded", ev: sweepEvent(),
+			obs: Observed{Node: withID(optedIn("READY", "HEALTHY"), 7)}, h: History{Hold: &Hold{Node: nodeName, NodeID: 7, Since: t0}},
+			want: ActionRecord},
 		{name: "dry run would recreate", ev: terminateEvent(events.CauseMaintenance), cfg: &dry,
 			obs: Observed{Node: optedIn("TERMINATED", "")}, want: ActionSkip, wantReason: "dry run: would recreate: TERMINATED (maintenance)"},
 		{name: "dry run would reset", ev: terminateEvent(events.CauseMaintenance), cfg: &dry,

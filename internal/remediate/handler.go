@@ -137,10 +137,22 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 
 	var actErr error
 	switch d.Action {
+	case ActionSkip:
+		if ev.Cause == events.CauseUser && obs.Node != nil && !held(hist.Hold, obs.Node) {
+			hold := Hold{Node: name, Project: ev.Node.Project, NodeID: obs.Node.Id, Since: now, EventID: ev.InsertID, Reason: d.Reason}
+			if err := h.Store.SetHold(ctx, hold); err != nil {
+				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("set hold: %w", err)}
+			}
+		}
 	case ActionRecord:
 		if hist.Deferral != nil {
 			if err := h.Store.ClearDeferral(ctx, name); err != nil {
 				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("clear deferral: %w", err)}
+			}
+		}
+		if hist.Hold != nil && actErr == nil && !held(hist.Hold, obs.Node) {
+			if err := h.Store.ClearHold(ctx, name); err != nil {
+				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("clear hold: %w", err)}
 			}
 		}
 		if rec := hist.Recovery; actErr == nil && rec != nil && rec.Unfinished() && !now.Before(rec.LeaseUntil) && !cfg.DryRun {

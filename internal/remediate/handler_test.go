@@ -480,3 +480,40 @@ func TestQueuedResourceOwnedNodeIsResetNotDeleted(t *testing.T) {
 	}
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0, "queuedResources.reset": 1})
 }
+
+func TestUserTerminationIsNeverUndoneBySweeps(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	sweep := remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}}
+
+	userStop := terminate("user-1")
+	userStop.Cause = events.CauseUser
+	rec, err := e.h.Handle(ctx, userStop)
+	if err != nil || rec.Action != remediate.ActionSkip {
+		t.Fatalf("Handle(user terminate) = %s, %v; want skip, nil", rec.Action, err)
+	}
+	if _, err := e.h.Sweep(ctx, sweep); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if _, err := e.h.Handle(ctx, terminate("maintenance-after-user")); err != nil {
+		t.Fatalf("Handle(maintenance terminate): %v", err)
+	}
+	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0})
+
+	// The user starts the node again: the hold ends, and the next
+	// maintenance termination is recovered as usual.
+	n := nodeOf(t, e.fake, nodeName)
+	n.State, n.Health = "READY", "HEALTHY"
+	e.fake.SetNode(n)
+	if _, err := e.h.Sweep(ctx, sweep); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	n.State, n.Health = "TERMINATED", "UNHEALTHY_MAINTENANCE"
+	e.fake.SetNode(n)
+	e.clock.Advance(time.Minute)
+	rec, err = e.h.Handle(ctx, terminate("maintenance-later"))
+	if err != nil || rec.Action != remediate.ActionRecreate {
+		t.Fatalf("Handle(maintenance terminate after the hold ended) = %s (%s), %v; want recreate", rec.Action, rec.Reason, err)
+	}
+	wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 1})
+}

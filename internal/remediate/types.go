@@ -130,6 +130,19 @@ type Deferral struct {
 	Reason  string
 }
 
+// Hold marks a node a user terminated. A user-initiated termination is never
+// undone: while the node is the one that was held (same TPU node id) and not
+// READY and HEALTHY again, neither an event nor a sweep recovers it. A node
+// the user recreates (new id) or brings back to health is no longer held.
+type Hold struct {
+	Node    string
+	Project string
+	NodeID  int64     // the node's id when it was held; 0 = any node of that name
+	Since   time.Time // when the user's termination was seen
+	EventID string    // the event that showed it
+	Reason  string
+}
+
 // History is what the ledger knows about a node, as Decide needs it.
 type History struct {
 	EventSeen bool        // this event id was already handled
@@ -137,6 +150,7 @@ type History struct {
 	Recreates []time.Time // start times of the node's recreates within the window
 	InFlight  int         // the project's unfinished recoveries of other nodes
 	Deferral  *Deferral   // pending deferral of this node, nil if none
+	Hold      *Hold       // the node was terminated by a user, nil if not
 }
 
 // TPU is the part of the TPU API the handler uses. Errors keep the API's
@@ -213,6 +227,10 @@ type Store interface {
 	// DueDeferrals lists deferrals due at or before now. SetDeferral stores
 	// d as given; the Handler keeps Since of an existing deferral itself.
 	DueDeferrals(ctx context.Context, now time.Time) ([]Deferral, error)
+	// SetHold records that a user terminated the node; ClearHold removes
+	// the hold (clearing an absent hold is not an error). History returns it.
+	SetHold(ctx context.Context, h Hold) error
+	ClearHold(ctx context.Context, node string) error
 	// SweepCursor returns where the last sweep stopped ("" = start over);
 	// SetSweepCursor saves it, so a sweep cut short by its time budget
 	// resumes there.

@@ -459,6 +459,29 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 		}
 	})
 
+	t.Run("a user's hold is kept per node until cleared", func(t *testing.T) {
+		s := newStore(t)
+		hold := remediate.Hold{Node: nodeA, Project: project, NodeID: 4721934471238, Since: t0, EventID: "user-stop-1", Reason: "terminated by a user"}
+		if err := s.SetHold(ctx, hold); err != nil {
+			t.Fatalf("SetHold: %v", err)
+		}
+		if got := mustHistory(t, s, nodeA, "", t0); got.Hold == nil || cmp.Diff(hold, *got.Hold) != "" {
+			t.Errorf("History.Hold = %+v; want %+v", got.Hold, hold)
+		}
+		if got := mustHistory(t, s, nodeB, "", t0); got.Hold != nil {
+			t.Errorf("History.Hold of another node = %+v; want nil", got.Hold)
+		}
+		if err := s.ClearHold(ctx, nodeA); err != nil {
+			t.Fatalf("ClearHold: %v", err)
+		}
+		if err := s.ClearHold(ctx, nodeB); err != nil {
+			t.Errorf("ClearHold of an absent hold: %v; want nil", err)
+		}
+		if got := mustHistory(t, s, nodeA, "", t0); got.Hold != nil {
+			t.Errorf("History.Hold after clear = %+v; want nil", got.Hold)
+		}
+	})
+
 	t.Run("sweep cursor persists", func(t *testing.T) {
 		s := newStore(t)
 		if got, err := s.SweepCursor(ctx); err != nil || got != "" {
