@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tpu-autoheal/autoheal/cmd/autoheal/demo"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+	"github.com/tpu-autoheal/autoheal/startup"
+)
+
+const demoHelp = `Usage: autoheal demo [--format text|json] [--clock wall|event] [--fleet-out FILE]
+
+Replays a bundled maintenance incident (testdata/replay/incident.jsonl)
+against a simulated TPU control plane seeded with a bundled fleet
+(testdata/fleet.json), through exactly the code the Cloud Function runs, and
+prints every decision and then the fleet as it is after the run. Needs no
+credentials and no network. It is the same as
+
+  autoheal replay --fleet testdata/fleet.json testdata/replay/incident.jsonl
+
+Flags:
+`
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("demo", demoHelp, stderr)
+	format := fs.String("format", "text", "output `format`: text or json")
+	clock := fs.String("clock", "wall", "decide at the `wall` clock or at each entry's own timestamp (event)")
+	fleetOut := fs.String("fleet-out", "", "write the simulated fleet to this `file` after the run")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("demo takes no arguments (got %q); use autoheal replay for your own entries", fs.Args())
+	}
+	var after tpufake.Fleet
+	replayArgs := []string{"--format", *format, "--clock", *clock}
+	if *fleetOut != "" {
+		replayArgs = append(replayArgs, "--fleet-out", *fleetOut)
+	}
+	if *format == "text" {
+		fmt.Fprintf(stdout, "Replaying %d bundled TPU audit log entries against a simulated fleet of %d nodes.\n\n",
+			bytes.Count(demo.Incident, []byte("\n")), countNodes(demo.Fleet))
+	}
+	err := replay(ctx, append(replayArgs, "-"), bytes.NewReader(demo.Incident), stdout, stderr, func(t *targetFlags) {
+		t.embedded = demo.Fleet
+		t.after = func(f tpufake.Fleet) { after = f }
+	})
+	if err != nil || *format != "text" {
+		return err
+	}
+	fmt.Fprintln(stdout, "\nFleet after the run:")
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tHEALTH\tGENERATION\tSTARTUP SCRIPT")
+	for _, n := range after.Nodes {
+		script := "-"
+		switch s := n.Metadata["startup-script"]; {
+		case s == startup.Script:
+			script = "resume-training.sh"
+		case s != "":
+			script = fmt.Sprintf("the node's own (%d lines)", strings.Count(s, "\n")+1)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, dash(n.State), dash(n.Health), dash(n.Labels[remediate.GenerationLabel]), script)
+	}
+	return tw.Flush()
+}
+
+func countNodes(fleet []byte) int {
+	f, err := tpufake.ReadFleet(bytes.NewReader(fleet))
+	if err != nil {
+		return 0
+	}
+	return len(f.Nodes)
+}

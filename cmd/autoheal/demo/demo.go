@@ -1,0 +1,17 @@
+// Package demo holds the inputs of `autoheal demo`: copies of the bundled
+// simulated fleet (testdata/fleet.json) and maintenance incident
+// (testdata/replay/incident.jsonl), embedded so the demo runs from any
+// directory. cmd/autoheal's tests keep the copies identical to testdata.
+package demo
+
+import _ "embed"
+
+// Fleet is testdata/fleet.json.
+//
+//go:embed fleet.json
+var Fleet []byte
+
+// Incident is testdata/replay/incident.jsonl.
+//
+//go:embed incident.jsonl
+var Incident []byte

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"time"
+
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/startup"
+)
+
+// policyFlags are the policy knobs, with the same defaults as the function
+// (remediate.DefaultConfig), so a replay decides exactly as the deployed
+// function would unless told otherwise.
+type policyFlags struct {
+	cfg           remediate.Config
+	selector      string
+	startupScript string
+}
+
+func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
+	d := remediate.DefaultConfig()
+	p := &policyFlags{cfg: d}
+	fs.StringVar(&p.selector, "label-selector", d.LabelKey+"="+d.LabelValue, "opt-in `label` key=value: nodes without it are never touched")
+	fs.BoolVar(&p.cfg.DryRun, "dry-run", d.DryRun, "decide and record, never mutate a node")
+	fs.DurationVar(&p.cfg.UnhealthyGrace, "unhealthy-grace", d.UnhealthyGrace, "READY but unhealthy this long → recreate")
+	fs.DurationVar(&p.cfg.StuckGrace, "stuck-grace", d.StuckGrace, "in a transitional state this long → recreate")
+	fs.DurationVar(&p.cfg.Cooldown, "cooldown", d.Cooldown, "minimum time between two recreates of one node")
+	fs.DurationVar(&p.cfg.Window, "window", d.Window, "window of --max-recreates")
+	fs.IntVar(&p.cfg.MaxRecreates, "max-recreates", d.MaxRecreates, "recreates of one node within --window")
+	fs.IntVar(&p.cfg.MaxInFlight, "max-in-flight", d.MaxInFlight, "project-wide unfinished recoveries")
+	fs.DurationVar(&p.cfg.Lease, "lease", d.Lease, "how long a recovery claim is held without renewal")
+	fs.DurationVar(&p.cfg.EventTTL, "event-ttl", d.EventTTL, "how long processed event ids are remembered")
+	fs.StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on recreated nodes (default: the embedded startup/resume-training.sh)")
+	return p
+}
+
+// config validates the flags and returns the policy. It reads the startup
+// script file, so it is called before any input is read.
+func (p *policyFlags) config() (remediate.Config, error) {
+	cfg := p.cfg
+	key, value, err := remediate.ParseSelector(p.selector)
+	if err != nil {
+		return cfg, usagef("--label-selector %q: %v", p.selector, err)
+	}
+	cfg.LabelKey, cfg.LabelValue = key, value
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"unhealthy-grace", cfg.UnhealthyGrace}, {"stuck-grace", cfg.StuckGrace},
+		{"cooldown", cfg.Cooldown}, {"window", cfg.Window}, {"lease", cfg.Lease}, {"event-ttl", cfg.EventTTL},
+	} {
+		if d.v < 0 {
+			return cfg, usagef("--%s %v: must not be negative", d.flag, d.v)
+		}
+	}
+	if cfg.Lease == 0 {
+		return cfg, usagef("--lease 0: must be positive")
+	}
+	if cfg.MaxRecreates < 1 {
+		return cfg, usagef("--max-recreates %d: must be at least 1", cfg.MaxRecreates)
+	}
+	if cfg.MaxInFlight < 1 {
+		return cfg, usagef("--max-in-flight %d: must be at least 1", cfg.MaxInFlight)
+	}
+	cfg.StartupScript = startup.Script
+	if p.startupScript != "" {
+		b, err := os.ReadFile(p.startupScript)
+		if err != nil {
+			return cfg, usagef("--startup-script: %v", err)
+		}
+		if len(b) == 0 {
+			return cfg, usagef("--startup-script %s: file is empty", p.startupScript)
+		}
+		cfg.StartupScript = string(b)
+	}
+	return cfg, nil
+}
+
+// checkPositive is a flag sanity check shared by commands.
+func checkPositive(flagName string, d time.Duration) error {
+	if d <= 0 {
+		return usagef("--%s %v: must be positive", flagName, d)
+	}
+	return nil
+}

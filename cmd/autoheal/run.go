@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+const usageText = `autoheal: tpu-autoheal outside the Cloud Function
+
+Usage:
+  autoheal demo                            replay a bundled incident against a simulated fleet
+  autoheal replay [flags] FILE... | -     feed log entries through the function's code
+  autoheal replay --from-logging --project P [--filter F] [--since T] [--until T]
+  autoheal sweep  [flags] --projects P --zones Z   run one sweep and print its records
+  autoheal serve  [--port N]                serve the function locally (AUTOHEAL_* config)
+  autoheal publish --topic projects/P/topics/T FILE... | -   send entries to Pub/Sub
+  autoheal publish --topic projects/P/topics/T --sweep       ask the function for a sweep
+
+Run "autoheal COMMAND -h" for a command's flags.
+Try it with no credentials at all:
+  go run ./cmd/autoheal demo
+`
+
+// errHelp is returned when -h was asked for; the usage was printed and the
+// exit status is 0.
+var errHelp = flag.ErrHelp
+
+// usageError is a bad command line: unknown flag, bad value, missing or
+// unreadable file. It is reported before any input is read.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// run is the whole program: args without the program name.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return usagef("missing command")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "demo":
+		return runDemo(ctx, rest, stdout, stderr)
+	case "replay":
+		return runReplay(ctx, rest, stdin, stdout, stderr)
+	case "sweep":
+		return runSweep(ctx, rest, stdout, stderr)
+	case "serve":
+		return runServe(ctx, rest, stderr)
+	case "publish":
+		return runPublish(ctx, rest, stdin, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usageText)
+		return nil
+	default:
+		fmt.Fprint(stderr, usageText)
+		return usagef("unknown command %q", cmd)
+	}
+}
+
+// newFlagSet returns a flag set for a command whose -h prints help and the
+// flags to w, and whose errors are usageErrors pointing at -h.
+func newFlagSet(name, help string, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parseFlags reports errors itself
+	fs.Usage = func() {
+		fs.SetOutput(w)
+		fmt.Fprint(w, help)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parseFlags parses args with fs, turning flag package errors into
+// usageErrors that name the command.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = usage
+	if errors.Is(err, flag.ErrHelp) {
+		usage()
+		return errHelp
+	}
+	if err != nil {
+		return usagef("%s: %v (see autoheal %s -h)", fs.Name(), err, fs.Name())
+	}
+	return nil
+}
+
+// listFlag is a comma-separated, repeatable list flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
+	return nil
+}

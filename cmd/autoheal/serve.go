@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
+
+	_ "github.com/tpu-autoheal/autoheal" // registers the function exactly as deployed
+	"github.com/tpu-autoheal/autoheal/function"
+)
+
+const serveHelp = `Usage: autoheal serve [--port N] [--host H]
+
+Serves the Cloud Function locally with exactly the deployed code and
+configuration: the root package's registration, the Functions Framework, and
+config from the AUTOHEAL_* environment variables (AUTOHEAL_PROJECT and
+AUTOHEAL_PROJECTS are required; AUTOHEAL_TPU_ENDPOINT, AUTOHEAL_RECORD_TO=stdout
+and FIRESTORE_EMULATOR_HOST point it at fakes and emulators).
+
+Point a Pub/Sub push subscription at http://HOST:PORT/projects/P/topics/T
+(the path names the topic, as the Functions Framework expects), or POST a
+CloudEvent. SIGINT or SIGTERM stops accepting requests and waits up to
+--drain for those in flight.
+
+Flags:
+`
+
+func runServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newFlagSet("serve", serveHelp, stderr)
+	port := fs.Int("port", defaultPort(), "`port` to listen on (default $PORT, else 8080)")
+	host := fs.String("host", "127.0.0.1", "`address` to listen on (\"\" for every interface)")
+	drain := fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, wait this long for requests in flight")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("serve takes no arguments (got %q)", fs.Args())
+	}
+	if *port < 0 || *port > 65535 {
+		return usagef("--port %d: out of range", *port)
+	}
+	// Validate the configuration up front, as the deployed function does at
+	// its first request: a bad variable stops start-up with its name.
+	if _, err := function.LoadConfig(os.LookupEnv); err != nil {
+		return usagef("serve: %v", err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return usagef("--port %d: %v", *port, err)
+	}
+
+	// funcframework.StartHostPort serves forever with no way to stop it, so it
+	// listens on a private loopback port and a server we can shut down
+	// gracefully forwards to it: requests still go through the Functions
+	// Framework exactly as deployed.
+	inner, err := startFramework(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(inner)
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stderr, "autoheal serve: function %s listening on http://%s\n", function.EntryPoint, ln.Addr())
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(stderr, "autoheal serve: shutting down, waiting up to %v for requests in flight\n", *drain)
+	sctx, cancel := context.WithTimeout(context.Background(), *drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// startFramework starts the Functions Framework on a free loopback port and
+// waits until it accepts connections.
+func startFramework(ctx context.Context) (*url.URL, error) {
+	// The framework serves only FUNCTION_TARGET at "/", as on Cloud Run.
+	if err := os.Setenv("FUNCTION_TARGET", function.EntryPoint); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("serve: pick a port for the Functions Framework: %w", err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, p, _ := net.SplitHostPort(addr)
+	failed := make(chan error, 1)
+	go func() { failed <- funcframework.StartHostPort("127.0.0.1", p) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return &url.URL{Scheme: "http", Host: addr}, nil
+		}
+		select {
+		case err := <-failed:
+			return nil, fmt.Errorf("serve: Functions Framework: %w", err)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("serve: Functions Framework did not listen on %s within 10s", addr)
+		}
+	}
+}
+
+func defaultPort() int {
+	if p, err := strconv.Atoi(os.Getenv("PORT")); err == nil {
+		return p
+	}
+	return 8080
+}
