@@ -162,14 +162,25 @@ func TestBuiltFunctionServesACloudEvent(t *testing.T) {
 		t.Errorf("nodes.create of %s: %d calls, want 1", node, got)
 	}
 
-	var records []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["action"] != nil {
-			records = append(records, m)
+	// The child wrote its record before answering, but the copy from its
+	// stdout pipe into our buffer runs on its own goroutine: wait for it,
+	// then a little longer, so a second record would be seen too.
+	parse := func() []map[string]any {
+		var records []map[string]any
+		sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil && m["action"] != nil {
+				records = append(records, m)
+			}
 		}
+		return records
 	}
+	for wait := time.Now().Add(10 * time.Second); len(parse()) == 0 && time.Now().Before(wait); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	records := parse()
 	if len(records) != 1 {
 		t.Fatalf("got %d records on stdout, want 1:\n%s", len(records), stdout.String())
 	}

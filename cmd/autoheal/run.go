@@ -17,6 +17,7 @@ Usage:
   autoheal replay --from-logging --project P [--filter F] [--since T] [--until T]
   autoheal sweep  [flags] --projects P --zones Z   run one sweep and print its records
   autoheal serve  [--port N]                serve the function locally (AUTOHEAL_* config)
+  autoheal simulate --fleet FILE [--addr A] serve a simulated TPU API for serve to talk to
   autoheal publish --topic projects/P/topics/T FILE... | -   send entries to Pub/Sub
   autoheal publish --topic projects/P/topics/T --sweep       ask the function for a sweep
 
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSweep(ctx, rest, stdout, stderr)
 	case "serve":
 		return runServe(ctx, rest, stderr)
+	case "simulate":
+		return runSimulate(ctx, rest, stdout, stderr)
 	case "publish":
 		return runPublish(ctx, rest, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -25,6 +26,7 @@ type targetFlags struct {
 
 	embedded []byte              // a fleet to use instead of --fleet (autoheal demo)
 	after    func(tpufake.Fleet) // called with the simulated fleet after the run
+	listener net.Listener        // serve the simulated fleet here (autoheal simulate)
 }
 
 func addTargetFlags(fs *flag.FlagSet) *targetFlags {
@@ -71,7 +73,11 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 			return nil, usagef("--fleet-out: %v", err)
 		}
 	}
-	tg.srv = tpufake.New(fleet)
+	var opts []tpufake.Option
+	if t.listener != nil {
+		opts = append(opts, tpufake.WithListener(t.listener))
+	}
+	tg.srv = tpufake.New(fleet, opts...)
 	svc, err := tg.srv.Service(ctx)
 	if err != nil {
 		tg.close()

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -92,6 +93,7 @@ type Request struct {
 // Server is the simulated control plane. It is safe for concurrent use.
 type Server struct {
 	srv      *httptest.Server
+	listener net.Listener // nil: a fresh loopback port
 	closing  chan struct{}
 	polls    int
 	pageSize int
@@ -142,8 +144,19 @@ func New(f Fleet, opts ...Option) *Server {
 		s.qrs[q.Name] = q
 		s.remember(q.Name)
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if s.listener != nil {
+		s.srv.Listener.Close()
+		s.srv.Listener = s.listener
+	}
+	s.srv.Start()
 	return s
+}
+
+// WithListener serves on l instead of a fresh loopback port: `autoheal
+// simulate` uses it to serve the fleet on a fixed address for other processes.
+func WithListener(l net.Listener) Option {
+	return func(s *Server) { s.listener = l }
 }
 
 // Close stops the server; requests waiting on a Delay are cut short.
