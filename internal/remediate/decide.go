@@ -2,6 +2,7 @@ package remediate
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,6 +140,9 @@ func decideNode(obs Observed, h History, now time.Time, cfg Config, cause events
 	case state == stateDeleting:
 		return Decision{Action: ActionRecord, Reason: "DELETING: deleted by someone else; not ours"}
 	case state == stateReady && healthy(node):
+		if rec := h.Recovery; rec != nil && rec.Phase == PhaseDone && node.Labels[GenerationLabel] == strconv.Itoa(rec.Generation) {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by tpu-autoheal (recovery gen %d, %s)", describe(node), rec.Generation, rec.Action)}
+		}
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by itself", describe(node))}
 	case state == stateReady:
 		return afterGrace(obs, h, now, cfg, cfg.UnhealthyGrace, "READY but "+node.Health)

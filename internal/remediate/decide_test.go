@@ -39,6 +39,11 @@ func optedIn(state, health string) *tpu.Node {
 	}
 }
 
+func withLabel(n *tpu.Node, k, v string) *tpu.Node {
+	n.Labels[k] = v
+	return n
+}
+
 func withID(n *tpu.Node, id int64) *tpu.Node {
 	n.Id = id
 	return n
@@ -97,6 +102,10 @@ func TestDecide(t *testing.T) {
 		// Decision table rows.
 		{name: "ready healthy node recovered by itself is recorded", ev: terminateEvent(events.CauseMaintenance),
 			obs: Observed{Node: optedIn("READY", "HEALTHY")}, want: ActionRecord, wantReason: "READY and HEALTHY: recovered by itself"},
+		{name: "late terminate of a node we already recreated is recorded as our recovery", ev: terminateEvent(events.CauseMaintenance),
+			obs:  Observed{Node: withLabel(optedIn("READY", "HEALTHY"), GenerationLabel, "2")},
+			h:    History{Recovery: recovery(PhaseDone, t0.Add(-time.Minute), spec)},
+			want: ActionRecord, wantReason: "recovered by tpu-autoheal (recovery gen 2, recreate)"},
 		{name: "ready node without reported health is recorded, never deleted on a guess", ev: terminateEvent(events.CauseMaintenance),
 			obs: Observed{Node: optedIn("READY", "")}, want: ActionRecord, wantReason: "health not reported"},
 		{name: "ready node under maintenance is deferred for the unhealthy grace", ev: terminateEvent(events.CauseMaintenance),
