@@ -240,22 +240,7 @@ func (f *Function) HandleCloudEvent(ctx context.Context, e cloudevents.Event) er
 // but a day-old event is a backlog being drained, not a signal; the sweep
 // looks at every opted-in node on its own.
 func (f *Function) recordStale(ctx context.Context, ev events.Event) error {
-	r := remediate.Record{
-		Time:      f.now(),
-		InsertID:  ev.InsertID,
-		EventTime: ev.Time,
-		Node:      ev.Node.Name(),
-		Zone:      ev.Node.Zone,
-		Worker:    ev.Worker,
-		Method:    ev.Method,
-		Cause:     ev.Cause,
-		Action:    remediate.ActionSkip,
-		Reason:    "stale: older than " + shortDuration(f.cfg.MaxEventAge),
-		DryRun:    f.cfg.DryRun,
-	}
-	if err := f.handler.Recorder.Record(ctx, r); err != nil {
-		fmt.Fprintf(os.Stderr, "tpu-autoheal: record stale entry %s: %v\n", ev.InsertID, err)
-	}
+	f.handler.Skip(ctx, ev, "stale: older than "+shortDuration(f.cfg.MaxEventAge))
 	return nil
 }
 

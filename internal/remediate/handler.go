@@ -103,6 +103,16 @@ func (h *Handler) Reject(ctx context.Context, raw []byte, err error) Record {
 	return r
 }
 
+// Skip records an event that is not acted on for a reason decided before
+// looking at the node (the function's stale-entry check). The node is not
+// read and the event is not marked: a redelivery is skipped the same way.
+func (h *Handler) Skip(ctx context.Context, ev events.Event, reason string) Record {
+	r := h.newRecord(ev)
+	r.Action, r.Reason = ActionSkip, reason
+	_ = h.Recorder.Record(ctx, r) // the Recorder falls back to stdout itself; nothing to retry
+	return r
+}
+
 type processOpts struct {
 	quiet    bool   // sweep: do not record a plain "record" decision
 	markID   string // sweep: synthetic id of a maintenance event seen in healthDescription (already marked)
