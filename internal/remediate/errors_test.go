@@ -88,7 +88,7 @@ func TestCleanSpecKeepsWhatAPersonChose(t *testing.T) {
 	n.Description, n.CidrBlock, n.Tags = "d", "10.0.0.0/29", []string{"a"}
 	c := CleanSpec(n)
 	if c.State != "" || c.Health != "" || c.HealthDescription != "" || c.CreateTime != "" || c.Id != 0 ||
-		c.ApiVersion != "" || c.QueuedResource != "" || c.MultisliceNode || c.ProtectionTier != "" {
+		c.ApiVersion != "V2" || c.QueuedResource != "" || c.MultisliceNode || c.ProtectionTier != "" {
 		t.Errorf("CleanSpec left output-only fields: %+v", c)
 	}
 	if c.Name != nodeName || c.Description != "d" || c.CidrBlock != "10.0.0.0/29" || len(c.Tags) != 1 || c.Labels["tpu-autoheal"] != "enabled" {

@@ -21,7 +21,10 @@ const StartupScriptKey = "startup-script"
 // Everything a person chose is kept: accelerator type and config, runtime
 // version, network config(s), cidrBlock, service account, scheduling config,
 // labels, tags, metadata, data disks, shielded config, boot disk config,
-// description.
+// description. ApiVersion is kept too, although output-only: it says which
+// API created the node (V1 for a legacy TPU Node, V2 for a TPU VM), so the
+// saved spec routes the create to the same API even after a crash between
+// delete and create. The v2 API ignores output-only fields on create.
 func CleanSpec(n *tpu.Node) *tpu.Node {
 	c := cloneNode(n)
 	if c == nil {
@@ -33,7 +36,6 @@ func CleanSpec(n *tpu.Node) *tpu.Node {
 	c.CreateTime = ""
 	c.Id = 0
 	c.NetworkEndpoints = nil
-	c.ApiVersion = ""
 	c.Symptoms = nil
 	c.QueuedResource = ""
 	c.MultisliceNode = false
