@@ -323,6 +323,41 @@ func InsertIDOf(data []byte) string {
 	return s
 }
 
+// Peek reads what it can of an entry Parse rejected, for the record of the
+// reject: insertId, timestamp, service, method, resource and, when the entry
+// names it consistently, the node and worker. It never fails; what it cannot
+// read stays empty. Nothing Peek returns may be acted on.
+func Peek(data []byte) Event {
+	if len(data) > 2*DefaultMaxEntryBytes {
+		return Event{}
+	}
+	payload, _, err := Unwrap(data)
+	if err != nil {
+		return Event{}
+	}
+	var w wire
+	if json.Unmarshal(payload, &w) != nil {
+		return Event{}
+	}
+	ev := Event{
+		LogName:      w.LogName,
+		Service:      w.ProtoPayload.ServiceName,
+		Method:       w.ProtoPayload.MethodName,
+		ResourceType: w.Resource.Type,
+		Principal:    w.ProtoPayload.AuthenticationInfo.PrincipalEmail,
+	}
+	if w.InsertID != nil {
+		ev.InsertID = *w.InsertID
+	}
+	if t, err := time.Parse(time.RFC3339Nano, w.Timestamp); err == nil {
+		ev.Time = t
+	}
+	if loc, _, err := nodeOf(w.ProtoPayload.ResourceName, w.Resource.Labels); err == nil {
+		ev.Node, ev.Worker = loc.NodeRef, loc.worker
+	}
+	return ev
+}
+
 // IsSweep reports whether payload (an unwrapped Pub/Sub message) is
 // SweepMessage: a JSON object whose "autoheal" member is exactly "sweep",
 // whatever the whitespace and the order of other members.

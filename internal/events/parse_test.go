@@ -480,3 +480,30 @@ func TestInsertIDOf(t *testing.T) {
 		}
 	}
 }
+
+func TestPeekReadsWhatARejectedEntryNames(t *testing.T) {
+	foreign := `{"insertId":"c1","timestamp":"2026-11-20T03:50:00.5Z","protoPayload":{"serviceName":"tpu.googleapis.com","methodName":"tpu.nodes.create","resourceName":"projects/acme-ml/locations/us-central2-b/nodes/llm-v4-128"}}`
+	tests := []struct {
+		name string
+		in   string
+		want Event
+	}{
+		{name: "foreign method names its node, method and time", in: foreign, want: Event{
+			InsertID: "c1", Time: time.Date(2026, 11, 20, 3, 50, 0, 500000000, time.UTC), Service: ServiceTPU, Method: "tpu.nodes.create",
+			Node: NodeRef{Project: "acme-ml", Zone: "us-central2-b", Node: "llm-v4-128"}}},
+		{name: "wrapped in a push body", in: `{"message":{"data":"` + base64.StdEncoding.EncodeToString([]byte(foreign)) + `"}}`, want: Event{
+			InsertID: "c1", Time: time.Date(2026, 11, 20, 3, 50, 0, 500000000, time.UTC), Service: ServiceTPU, Method: "tpu.nodes.create",
+			Node: NodeRef{Project: "acme-ml", Zone: "us-central2-b", Node: "llm-v4-128"}}},
+		{name: "contradicting node sources name no node", in: `{"insertId":"m1","protoPayload":{"resourceName":"projects/a/locations/z/nodes/n"},"resource":{"labels":{"project_id":"b"}}}`,
+			want: Event{InsertID: "m1"}},
+		{name: "not JSON gives nothing", in: `not json`, want: Event{}},
+		{name: "bad base64 gives nothing", in: `{"message":{"data":1}}`, want: Event{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Peek([]byte(tt.in))); diff != "" {
+				t.Errorf("Peek (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -99,17 +99,3 @@ func TestCleanSpecKeepsWhatAPersonChose(t *testing.T) {
 		t.Error("CleanSpec shares the labels map with its input")
 	}
 }
-
-func TestInsertIDOf(t *testing.T) {
-	tests := map[string]string{
-		`{"insertId":"abc"}`:                              "abc",
-		`{"message":{"data":"eyJpbnNlcnRJZCI6Inh5eiJ9"}}`: "xyz",
-		`not json`:               "",
-		`{"message":{"data":1}}`: "",
-	}
-	for in, want := range tests {
-		if got := insertIDOf([]byte(in)); got != want {
-			t.Errorf("insertIDOf(%s) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -2,8 +2,6 @@ package remediate
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -90,11 +88,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.Event) (Record, error) {
 	return h.process(ctx, ev, obs, r, processOpts{})
 }
 
-// Reject records input that could not be parsed into an event. The insertId
-// is taken from raw when it can be found (a LogEntry, or a Pub/Sub push body
-// or CloudEvent data wrapping one).
+// Reject records input that could not be parsed into an event. What can be
+// read of it (events.Peek: insertId, time, method, node) goes in the record,
+// bare or wrapped in a Pub/Sub push body or CloudEvent data.
 func (h *Handler) Reject(ctx context.Context, raw []byte, err error) Record {
-	r := Record{Time: h.now(), InsertID: insertIDOf(raw), Action: ActionReject, DryRun: h.Config.DryRun}
+	p := events.Peek(raw)
+	r := Record{Time: h.now(), InsertID: p.InsertID, EventTime: p.Time, Node: p.Node.Name(), Zone: p.Node.Zone,
+		Worker: p.Worker, Method: p.Method, Action: ActionReject, DryRun: h.Config.DryRun}
 	r.Reason = "rejected"
 	if err != nil {
 		r.Reason = "rejected: " + err.Error()
@@ -686,26 +686,4 @@ func (h *Handler) runReset(ctx context.Context, rec *Recovery, obs Observed, r *
 			return h.fail(ctx, rec, r, &ActError{Step: "resume", Node: rec.Node, Err: fmt.Errorf("unknown phase %q", rec.Phase)})
 		}
 	}
-}
-
-// insertIDOf finds a LogEntry's insertId in raw input, unwrapping a Pub/Sub
-// push body or CloudEvent data; "" when there is none.
-func insertIDOf(raw []byte) string {
-	var v struct {
-		InsertID string `json:"insertId"`
-		Message  *struct {
-			Data string `json:"data"`
-		} `json:"message"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return ""
-	}
-	if v.InsertID != "" || v.Message == nil {
-		return v.InsertID
-	}
-	data, err := base64.StdEncoding.DecodeString(v.Message.Data)
-	if err != nil {
-		return ""
-	}
-	return insertIDOf(data)
 }
