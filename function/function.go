@@ -30,6 +30,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
+	"github.com/tpu-autoheal/autoheal/internal/tpulegacy"
 	"github.com/tpu-autoheal/autoheal/startup"
 )
 
@@ -139,7 +140,21 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 			return fail(err)
 		}
 		c.PollInterval = d.poll
-		d.tpu = c
+		// Legacy TPU Nodes go through the v1 API. An endpoint override
+		// points at a v2 REST endpoint (a simulator in tests, a private
+		// endpoint); there is no v1 gRPC counterpart to it, so then V1
+		// stays nil and the Router is the v2 client alone.
+		router := tpuapi.Router{V2: c}
+		if cfg.TPUEndpoint == "" {
+			legacy, err := tpulegacy.NewFromOptions(ctx)
+			if err != nil {
+				return fail(err)
+			}
+			legacy.PollInterval = d.poll
+			f.closers = append(f.closers, legacy.Close)
+			router.V1 = legacy
+		}
+		d.tpu = router
 	}
 	if d.store == nil {
 		fc, err := firestore.NewClientWithDatabase(ctx, cfg.Project, cfg.FirestoreDatabase)

@@ -12,6 +12,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+	"github.com/tpu-autoheal/autoheal/internal/tpulegacy"
 )
 
 // fakePollInterval is how often operations are polled against the simulated
@@ -42,6 +43,8 @@ type target struct {
 	srv   *tpufake.Server // nil for the real API
 	after func(tpufake.Fleet)
 	out   *os.File // --fleet-out, created up front so a bad path fails early
+
+	legacy *tpulegacy.Client // the v1 client of the real API, nil otherwise
 }
 
 // open checks the flags and opens the control plane. It reads the fleet file
@@ -55,7 +58,13 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("TPU API client (Application Default Credentials; use --fleet FILE to run without credentials): %w", err)
 		}
-		return &target{tpu: c}, nil
+		// Legacy TPU Nodes go through the v1 API (tpulegacy); the
+		// gRPC connection is dialled on first use.
+		legacy, err := tpulegacy.NewFromOptions(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("TPU v1 API client for legacy TPU Nodes (Application Default Credentials): %w", err)
+		}
+		return &target{tpu: tpuapi.Router{V2: c, V1: legacy}, legacy: legacy}, nil
 	}
 	var fleet tpufake.Fleet
 	var err error
@@ -115,5 +124,8 @@ func (tg *target) close() {
 	}
 	if tg.srv != nil {
 		tg.srv.Close()
+	}
+	if tg.legacy != nil {
+		_ = tg.legacy.Close()
 	}
 }

@@ -59,6 +59,9 @@ func createSpec(saved *tpu.Node, generation int, script string) (*tpu.Node, []st
 	n.Metadata = maps.Clone(n.Metadata)
 	var warnings []string
 	switch {
+	case saved.ApiVersion == "V1" || saved.ApiVersion == "V1_ALPHA1":
+		// A legacy TPU Node has no metadata: nothing runs at boot.
+		warnings = append(warnings, "legacy TPU Node (API "+saved.ApiVersion+"): recreated without a startup script; training will not resume by itself")
 	case script != "":
 		if n.Metadata == nil {
 			n.Metadata = map[string]string{}
