@@ -151,8 +151,13 @@ func (m *module) evalContext(t *testing.T, overrides map[string]cty.Value) *hcl.
 		}
 	}
 	ctx := &hcl.EvalContext{
-		Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)},
+		Variables: map[string]cty.Value{
+			"var":  cty.ObjectVal(vars),
+			"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(m.dir)}),
+		},
 		Functions: map[string]function.Function{
+			"file":         fileFunc,
+			"jsondecode":   stdlib.JSONDecodeFunc,
 			"base64encode": base64EncodeFunc,
 			"join":         stdlib.JoinFunc,
 			"tostring":     toStringFunc,
@@ -322,5 +327,18 @@ var toStringFunc = function.New(&function.Spec{
 			return v, nil
 		}
 		return cty.NilVal, fmt.Errorf("tostring: unsupported %s", v.Type().FriendlyName())
+	},
+})
+
+// fileFunc is Terraform's file(): the contents of a file, as a string.
+var fileFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "path", Type: cty.String}},
+	Type:   function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		b, err := os.ReadFile(args[0].AsString())
+		if err != nil {
+			return cty.NilVal, err
+		}
+		return cty.StringVal(string(b)), nil
 	},
 })

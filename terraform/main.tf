@@ -3,49 +3,28 @@
 # plus the sweep schedule, the Firestore ledger, least-privilege IAM,
 # log-based metrics and an alert. README.md explains the delivery design.
 #
-# The values the Go code must agree with live in the first locals block, each
-# exactly once; the Go tests in this directory check them against the Go
-# constants and functions they mirror.
+# The values the Go code owns come from go-contract.json, generated from the
+# Go code; the Go tests in this directory check that file and the rest of the
+# module against the Go constants and functions.
 
 locals {
-  # events.SinkFilter: the audit entries the function handles.
-  sink_filter = "logName:\"cloudaudit.googleapis.com%2Fsystem_event\" AND protoPayload.serviceName=\"tpu.googleapis.com\" AND (protoPayload.methodName=\"tpu.nodes.terminate\" OR protoPayload.methodName=\"tpu.nodes.restart\")"
+  # Values the Go code owns, generated from it into go-contract.json
+  # (`go test ./terraform -update`): the sink filter (events.SinkFilter), the
+  # sweep message (events.SweepMessage), the entry point (function.EntryPoint),
+  # the custom role's permissions (function.Permissions(): everything the
+  # function calls, nothing more), the processed-event collection and the
+  # expiry field its TTL policy deletes by (ledger), and the records' log name
+  # and app label (record). A test fails when the file is stale.
+  go_contract = jsondecode(file("${path.module}/go-contract.json"))
 
-  # events.SweepMessage: the message Cloud Scheduler publishes to ask for a sweep.
-  sweep_message = "{\"autoheal\":\"sweep\"}"
-
-  # function.EntryPoint: the name register.go registers the function under.
-  entry_point = "AutoHeal"
-
-  # function.Permissions(): everything the function calls, nothing more.
-  function_permissions = [
-    "datastore.databases.getMetadata",
-    "datastore.entities.create",
-    "datastore.entities.delete",
-    "datastore.entities.get",
-    "datastore.entities.list",
-    "datastore.entities.update",
-    "logging.logEntries.create",
-    "storage.objects.get",
-    "tpu.nodes.create",
-    "tpu.nodes.delete",
-    "tpu.nodes.get",
-    "tpu.nodes.list",
-    "tpu.nodes.reset",
-    "tpu.operations.get",
-    "tpu.queuedresources.get",
-  ]
-
-  # ledger.CollectionEvents and ledger.EventExpireField: the processed-event
-  # documents and the expiry Firestore's TTL policy deletes them by.
-  events_collection   = "events"
-  events_expire_field = "expireAt"
-
-  # record.LogName: the log every decision record is written to, and
-  # record.AppLabelValue: the app label on every record, also on records that
-  # fell back to stdout (run.googleapis.com/stdout).
-  record_log_name  = "tpu-autoheal"
-  record_app_label = "tpu-autoheal"
+  sink_filter          = local.go_contract.sink_filter
+  sweep_message        = local.go_contract.sweep_message
+  entry_point          = local.go_contract.entry_point
+  function_permissions = local.go_contract.permissions
+  events_collection    = local.go_contract.events_collection
+  events_expire_field  = local.go_contract.events_expire_field
+  record_log_name      = local.go_contract.record_log_name
+  record_app_label     = local.go_contract.record_app_label
 
   # The files the function's build needs, as globs relative to the repository
   # root (the Go source-file list in function/): the root package, go.mod,

@@ -1,0 +1,72 @@
+package terraform_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/ledger"
+	"github.com/tpu-autoheal/autoheal/internal/record"
+)
+
+var update = flag.Bool("update", false, "rewrite go-contract.json from the Go code")
+
+// goContractFile holds the values the Go code owns and the module reads with
+// jsondecode(file(...)), so that none of them is typed twice.
+const goContractFile = "go-contract.json"
+
+// goContract is go-contract.json as the Go code defines it.
+func goContract(t *testing.T) []byte {
+	t.Helper()
+	v := struct {
+		SinkFilter        string   `json:"sink_filter"`
+		SweepMessage      string   `json:"sweep_message"`
+		EntryPoint        string   `json:"entry_point"`
+		Permissions       []string `json:"permissions"`
+		EventsCollection  string   `json:"events_collection"`
+		EventsExpireField string   `json:"events_expire_field"`
+		RecordLogName     string   `json:"record_log_name"`
+		RecordAppLabel    string   `json:"record_app_label"`
+	}{
+		SinkFilter:        events.SinkFilter,
+		SweepMessage:      events.SweepMessage,
+		EntryPoint:        function.EntryPoint,
+		Permissions:       function.Permissions(),
+		EventsCollection:  ledger.CollectionEvents,
+		EventsExpireField: ledger.EventExpireField,
+		RecordLogName:     record.LogName,
+		RecordAppLabel:    record.AppLabelValue,
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestGoContractFileIsGeneratedFromTheGoCode fails when a Go constant the
+// module depends on changed without `go test ./terraform -update`.
+func TestGoContractFileIsGeneratedFromTheGoCode(t *testing.T) {
+	want := goContract(t)
+	if *update {
+		if err := os.WriteFile(goContractFile, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(goContractFile)
+	if err != nil {
+		t.Fatalf("%v (generate it with go test ./terraform -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s is stale; regenerate with go test ./terraform -update (-want +got):\n%s", goContractFile, diff)
+	}
+}
