@@ -124,20 +124,24 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 
 	var now time.Time // the current entry's time, for --clock=event
-	h := &remediate.Handler{
-		TPU:      tg.tpu,
-		Store:    ledger.NewMemory(),
-		Recorder: rec,
-		Config:   cfg,
-		Holder:   "autoheal-replay",
-	}
+	clockFn := time.Now
 	if *clock == "event" {
-		h.Now = func() time.Time {
+		clockFn = func() time.Time {
 			if now.IsZero() {
 				return time.Now()
 			}
 			return now
 		}
+	}
+	// The ledger runs on the same clock as the handler, so that event marks
+	// and leases made at an entry's time are judged at entries' times.
+	h := &remediate.Handler{
+		TPU:      tg.tpu,
+		Store:    ledger.NewMemory(ledger.WithClock(clockFn)),
+		Recorder: rec,
+		Config:   cfg,
+		Holder:   "autoheal-replay",
+		Now:      clockFn,
 	}
 
 	p := newPrinter(*format, stdout)
