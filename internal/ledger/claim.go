@@ -147,8 +147,8 @@ func update(n nodeLedger, rec remediate.Recovery) (nodeLedger, error) {
 		return n, fmt.Errorf("update %s: claim is %s gen %d attempt %d, not %s gen %d attempt %d: %w",
 			rec.Node, cur.Holder, cur.Generation, cur.Attempts, rec.Holder, rec.Generation, rec.Attempts, remediate.ErrLeaseLost)
 	}
-	if !cur.Unfinished() && rec.Phase != remediate.PhaseDone {
-		return n, fmt.Errorf("update %s: recovery gen %d is already done: %w", rec.Node, cur.Generation, remediate.ErrLeaseLost)
+	if !cur.Unfinished() && rec.Unfinished() {
+		return n, fmt.Errorf("update %s: recovery gen %d is already %s: %w", rec.Node, cur.Generation, cur.Phase, remediate.ErrLeaseLost)
 	}
 	u := cloneRecovery(rec)
 	// Identity and claim fields belong to the store.

@@ -94,6 +94,8 @@ type recoveryDoc struct {
 	Action         string      `firestore:"action"`
 	Phase          string      `firestore:"phase"`
 	Spec           string      `firestore:"spec"` // the node's JSON, so no field is ever lost
+	NodeID         int64       `firestore:"nodeId"`
+	DeleteSent     bool        `firestore:"deleteSent"`
 	QueuedResource string      `firestore:"queuedResource"`
 	Generation     int         `firestore:"generation"`
 	Holder         string      `firestore:"holder"`
@@ -115,6 +117,7 @@ type recoveryDoc struct {
 func (d recoveryDoc) fields() map[string]any {
 	return map[string]any{
 		"node": d.Node, "project": d.Project, "action": d.Action, "phase": d.Phase, "spec": d.Spec,
+		"nodeId": d.NodeID, "deleteSent": d.DeleteSent,
 		"queuedResource": d.QueuedResource, "generation": d.Generation, "holder": d.Holder,
 		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp,
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
@@ -131,6 +134,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 	}
 	return recoveryDoc{
 		Node: r.Node, Project: r.Project, Action: string(r.Action), Phase: string(r.Phase), Spec: spec,
+		NodeID: r.NodeID, DeleteSent: r.DeleteSent,
 		QueuedResource: r.QueuedResource, Generation: r.Generation, Holder: r.Holder,
 		LeaseUntil: r.LeaseUntil, LeaseMillis: n.LeaseFor.Milliseconds(),
 		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, Attempts: r.Attempts, EventID: r.EventID,
@@ -146,7 +150,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 	}
 	return remediate.Recovery{
 		Node: d.Node, Project: d.Project, Action: remediate.Action(d.Action), Phase: remediate.Phase(d.Phase),
-		Spec: spec, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
+		Spec: spec, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
 		LastError: d.LastError,

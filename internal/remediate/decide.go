@@ -52,6 +52,10 @@ func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 	rec := h.Recovery
 	ours := rec != nil && rec.Unfinished()
 
+	if node == nil && rec != nil && rec.Phase == PhaseAbandoned {
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
+			"node NOT FOUND: recovery gen %d was abandoned (%s); not recreated until a person does", rec.Generation, rec.LastError)}
+	}
 	if node == nil && !ours {
 		return Decision{Action: ActionRecord, Reason: "node NOT FOUND: deleted by someone else; not ours"}
 	}
@@ -67,19 +71,34 @@ func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 		labels = rec.Spec.Labels
 	}
 	if labels[cfg.LabelKey] != cfg.LabelValue || cfg.LabelKey == "" {
-		return Decision{Action: ActionSkip, Reason: fmt.Sprintf("not opted in: label %s=%s missing", cfg.LabelKey, cfg.LabelValue)}
+		why := fmt.Sprintf("not opted in: label %s=%s missing", cfg.LabelKey, cfg.LabelValue)
+		if ours && node != nil && !now.Before(rec.LeaseUntil) {
+			// The live node opted out during our recovery: never touched
+			// again, and the recovery must not hold the project's
+			// in-flight cap forever. (A node NOT FOUND is judged by its
+			// saved spec and is not closed on it: we may have deleted it.)
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s: closing recovery gen %d (%s)", why, rec.Generation, rec.Phase)}
+		}
+		return Decision{Action: ActionSkip, Reason: why}
 	}
 	if ev.Cause == events.CauseUser {
 		return Decision{Action: ActionSkip, Reason: "terminated by a user: never undone"}
 	}
-	if held(h.Hold, node) && !ours {
-		return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
-			"terminated by a user at %s (event %s): never undone; held until the node is READY and HEALTHY again or replaced",
-			h.Hold.Since.UTC().Format(time.RFC3339), h.Hold.EventID)}
+	if held(h.Hold, node) {
+		why := fmt.Sprintf("terminated by a user at %s (event %s): never undone",
+			h.Hold.Since.UTC().Format(time.RFC3339), h.Hold.EventID)
+		switch {
+		case !ours:
+			return Decision{Action: ActionSkip, Reason: why + "; held until the node is READY and HEALTHY again or replaced"}
+		case !now.Before(rec.LeaseUntil):
+			// The held node is the one the user terminated (same id): our
+			// recovery never replaced it, and must not now.
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s: closing recovery gen %d (%s)", why, rec.Generation, rec.Phase)}
+		}
 	}
 
 	if ours {
-		return decideOurs(obs, *rec, now, cfg)
+		return decideOurs(obs, h, *rec, now, cfg)
 	}
 	cause := ev.Cause
 	if cause == "" || cause == events.CauseUnknown {
@@ -98,7 +117,7 @@ func held(hold *Hold, node *tpu.Node) bool {
 }
 
 // decideOurs decides about a node with an unfinished recovery of ours.
-func decideOurs(obs Observed, rec Recovery, now time.Time, cfg Config) Decision {
+func decideOurs(obs Observed, h History, rec Recovery, now time.Time, cfg Config) Decision {
 	node := obs.Node
 	if now.Before(rec.LeaseUntil) {
 		if rec.Phase == PhaseFailed {
@@ -126,6 +145,13 @@ func decideOurs(obs Observed, rec Recovery, now time.Time, cfg Config) Decision 
 	if node != nil {
 		state = node.State
 	}
+	if action == ActionReset && node != nil && node.QueuedResource != "" {
+		// A failed reset is retried only while a reset makes sense.
+		why := fmt.Sprintf("%s: recovery gen %d (%s)", state, rec.Generation, rec.Phase)
+		if d, ok := queuedResourceBlocks(obs, h, now, cfg, why); ok {
+			return Decision{Action: ActionRecord, Reason: d.Reason + "; closing the recovery"}
+		}
+	}
 	what := fmt.Sprintf("%s: continue recovery gen %d from phase %s (lease expired)", state, rec.Generation, rec.Phase)
 	if cfg.DryRun {
 		return Decision{Action: ActionSkip, Reason: fmt.Sprintf("dry run: would %s: %s", action, what)}
@@ -144,6 +170,8 @@ func decideNode(obs Observed, h History, now time.Time, cfg Config, cause events
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by tpu-autoheal (recovery gen %d, %s)", describe(node), rec.Generation, rec.Action)}
 		}
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by itself", describe(node))}
+	case state == stateReady && !knownUnhealthy(node.Health):
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("READY with unrecognised health %q: not touched", node.Health)}
 	case state == stateReady:
 		return afterGrace(obs, h, now, cfg, cfg.UnhealthyGrace, "READY but "+node.Health)
 	case state == stateTerminated || state == statePreempted:
@@ -192,8 +220,8 @@ func repair(obs Observed, h History, now time.Time, cfg Config, why string) Deci
 	if cfg.DryRun {
 		return Decision{Action: ActionSkip, Reason: "dry run: would " + string(action) + ": " + why}
 	}
-	if g := guard(h, now, cfg); g != "" {
-		return Decision{Action: ActionSkip, Reason: why + "; guard: " + g}
+	if g, due := guard(h, now, cfg); g != "" {
+		return Decision{Action: ActionSkip, Due: due, Reason: fmt.Sprintf("%s; guard: %s; look again at %s", why, g, due.UTC().Format(time.RFC3339))}
 	}
 	return Decision{Action: action, Reason: why}
 }
@@ -249,8 +277,10 @@ func afterGraceOnly(h History, now time.Time, grace time.Duration) time.Time {
 // guard returns why a new recovery may not start, or "" when every guard
 // passes: cooldown, window cap, project in-flight cap, in that order. As in
 // the ledger's Claim (which re-checks them atomically), a zero limit turns
-// its guard off.
-func guard(h History, now time.Time, cfg Config) string {
+// its guard off. due is when the guard can clear: the node is looked at
+// again then (a skip records a deferral), so a node skipped by a guard is
+// not forgotten when the sweep lists no zones.
+func guard(h History, now time.Time, cfg Config) (why string, due time.Time) {
 	var recent []time.Time
 	for _, t := range h.Recreates {
 		if t.After(now) || (cfg.Window > 0 && !t.After(now.Add(-cfg.Window))) {
@@ -266,16 +296,41 @@ func guard(h History, now time.Time, cfg Config) string {
 			}
 		}
 		if ago := now.Sub(last); ago < cfg.Cooldown {
-			return fmt.Sprintf("cooldown: last recreate %s ago < %s", roundDur(ago), cfg.Cooldown)
+			return fmt.Sprintf("cooldown: last recreate %s ago < %s", roundDur(ago), cfg.Cooldown), last.Add(cfg.Cooldown)
 		}
 	}
 	if cfg.MaxRecreates > 0 && len(recent) >= cfg.MaxRecreates {
-		return fmt.Sprintf("window cap: %d recreates in %s >= %d", len(recent), cfg.Window, cfg.MaxRecreates)
+		due := inFlightRetry(now, cfg)
+		if cfg.Window > 0 {
+			oldest := recent[0]
+			for _, t := range recent {
+				if t.Before(oldest) {
+					oldest = t
+				}
+			}
+			due = oldest.Add(cfg.Window)
+		}
+		return fmt.Sprintf("window cap: %d recreates in %s >= %d", len(recent), cfg.Window, cfg.MaxRecreates), due
 	}
 	if cfg.MaxInFlight > 0 && h.InFlight >= cfg.MaxInFlight {
-		return fmt.Sprintf("in-flight cap: %d recoveries in flight in the project >= %d", h.InFlight, cfg.MaxInFlight)
+		return fmt.Sprintf("in-flight cap: %d recoveries in flight in the project >= %d", h.InFlight, cfg.MaxInFlight), inFlightRetry(now, cfg)
 	}
-	return ""
+	return "", time.Time{}
+}
+
+// maxInFlightWait bounds how long a node skipped by the in-flight cap waits
+// before it is looked at again.
+const maxInFlightWait = 5 * time.Minute
+
+// inFlightRetry is when a node skipped by the project's in-flight cap is
+// looked at again: the other recoveries may finish any time, so after the
+// cooldown or 5 minutes, whichever is shorter.
+func inFlightRetry(now time.Time, cfg Config) time.Time {
+	wait := maxInFlightWait
+	if cfg.Cooldown > 0 && cfg.Cooldown < wait {
+		wait = cfg.Cooldown
+	}
+	return now.Add(wait)
 }
 
 // healthy: READY, and HEALTHY or with no health reported. A READY node whose
@@ -286,6 +341,17 @@ func healthy(n *tpu.Node) bool {
 	}
 	switch n.Health {
 	case healthHealthy, "", "HEALTH_UNSPECIFIED":
+		return true
+	}
+	return false
+}
+
+// knownUnhealthy: the health values of the TPU v2 API that mean the node is
+// broken. A value the API adds later is recorded, never acted on by guess.
+func knownUnhealthy(health string) bool {
+	switch health {
+	case "TIMEOUT", "UNHEALTHY_TENSORFLOW", "UNHEALTHY_MAINTENANCE",
+		"DEPRECATED_UNHEALTHY": // the v1 API's (legacy TPU Node) plain unhealthy
 		return true
 	}
 	return false

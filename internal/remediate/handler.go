@@ -19,7 +19,18 @@ import (
 // Dry run (Config.DryRun): Decide never returns recreate or reset, so the
 // Handler never claims a recovery and never calls a mutating TPU method. It
 // still writes the ledger's bookkeeping (event marks, deferrals), so that a
-// dry run shows when a deferred node would be recreated.
+// dry run shows when a deferred node would be recreated. A node a guard
+// (cooldown, window cap, in-flight cap) skips gets a deferral due when the
+// guard can clear, so it is decided again even when the sweep lists no
+// zones; a dry run names itself before the guards ("dry run: would …") and
+// so sets no such deferral: a dry-run skip is not re-evaluated by itself.
+//
+// A recovery that fails MaxAttempts times with an error other than a
+// stockout or quota error is abandoned (PhaseAbandoned, an ERROR record
+// with the saved spec); a recovery is closed without finishing when its
+// next step is not ours to take: its node was replaced (another node id) or
+// deleted (before we requested the delete) by someone else, opted out, or
+// terminated by a user.
 type Handler struct {
 	TPU      TPU
 	Store    Store
@@ -154,6 +165,10 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("set hold: %w", err)}
 			}
 		}
+		if !d.Due.IsZero() && actErr == nil {
+			// A guard skipped it: look again when the guard can clear.
+			actErr = h.deferUntil(ctx, ev, hist, now, d.Due, d.Reason)
+		}
 	case ActionRecord:
 		if hist.Deferral != nil {
 			if err := h.Store.ClearDeferral(ctx, name); err != nil {
@@ -169,13 +184,7 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 			actErr = h.closeRecovery(ctx, *rec, d.Reason, &r)
 		}
 	case ActionDefer:
-		df := Deferral{Node: name, Project: ev.Node.Project, Since: now, Due: d.Due, Reason: d.Reason}
-		if hist.Deferral != nil && !hist.Deferral.Since.IsZero() && hist.Deferral.Since.Before(now) {
-			df.Since = hist.Deferral.Since
-		}
-		if err := h.Store.SetDeferral(ctx, df); err != nil {
-			actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("set deferral: %w", err)}
-		}
+		actErr = h.deferUntil(ctx, ev, hist, now, d.Due, d.Reason)
 	case ActionRecreate, ActionReset:
 		actErr = h.recover(ctx, ev, obs, hist, d, &r)
 	}
@@ -183,6 +192,20 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 		return r, nil
 	}
 	return h.finish(ctx, ev, r, actErr, eventID)
+}
+
+// deferUntil records a deferral of the event's node due at due, keeping the
+// Since of a pending one.
+func (h *Handler) deferUntil(ctx context.Context, ev events.Event, hist History, now, due time.Time, reason string) error {
+	name := ev.Node.Name()
+	df := Deferral{Node: name, Project: ev.Node.Project, Since: now, Due: due, Reason: reason}
+	if hist.Deferral != nil && !hist.Deferral.Since.IsZero() && hist.Deferral.Since.Before(now) {
+		df.Since = hist.Deferral.Since
+	}
+	if err := h.Store.SetDeferral(ctx, df); err != nil {
+		return &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("set deferral: %w", err)}
+	}
+	return nil
 }
 
 // finish marks the event processed (unless handling failed transiently),
@@ -304,7 +327,10 @@ func (h *Handler) stepIf(ctx context.Context, r *Record, name, target string, tr
 	}
 	r.Steps = append(r.Steps, s)
 	if err != nil {
-		return &ActError{Step: name, Node: target, Transient: transient(err), Err: err}
+		// A call cut short because the caller gave up (the function's
+		// deadline, a shutdown) is not a verdict on the node: transient, so
+		// the event is not marked processed and no failure is saved.
+		return &ActError{Step: name, Node: target, Transient: transient(err) || ctx.Err() != nil, Err: err}
 	}
 	return nil
 }
@@ -337,8 +363,14 @@ func (h *Handler) recover(ctx context.Context, ev events.Event, obs Observed, hi
 		r.Action, r.Reason = ActionSkip, "recovery in flight: "+err.Error()
 		return nil
 	case errors.Is(err, ErrCooldown), errors.Is(err, ErrWindowCap), errors.Is(err, ErrInFlightCap):
-		r.Action, r.Reason = ActionSkip, "guard: "+err.Error()
-		return nil
+		// The ledger saw what History did not (a concurrent claim): look
+		// again when the guard may clear; Decide then says exactly when.
+		due := inFlightRetry(now, h.Config)
+		if _, d := guard(hist, now, h.Config); !d.IsZero() {
+			due = d
+		}
+		r.Action, r.Reason = ActionSkip, fmt.Sprintf("guard: %s; look again at %s", err, due.UTC().Format(time.RFC3339))
+		return h.deferUntil(ctx, ev, hist, now, due, r.Reason)
 	case err != nil:
 		return &ActError{Step: "claim", Node: name, Transient: true, Err: err}
 	}
@@ -418,10 +450,69 @@ func (h *Handler) fail(ctx context.Context, rec *Recovery, r *Record, err error)
 	}
 	rec.Phase = PhaseFailed
 	rec.LastError = err.Error()
-	if uerr := h.update(ctx, rec, r); uerr != nil {
+	if rec.Attempts >= MaxAttempts && !isExhausted(err) {
+		// Retrying cannot fix it (a retired runtime version, a missing
+		// permission): a person must. The spec stays in the ledger and in
+		// the record, and the project's in-flight slot is freed.
+		rec.Phase = PhaseAbandoned
+		rec.LastError = fmt.Sprintf("abandoned after %d attempts; needs a person: %v", rec.Attempts, err)
+		if r.Spec == nil && rec.Spec != nil && rec.Action != ActionReset {
+			r.Spec, _ = createSpec(rec.Spec, rec.Generation, h.Config.StartupScript)
+		}
+		r.Reason += fmt.Sprintf("; abandoned after %d attempts: needs a person", rec.Attempts)
+		err = fmt.Errorf("recovery gen %d abandoned after %d attempts, needs a person: %w", rec.Generation, rec.Attempts, err)
+	}
+	uerr := h.update(ctx, rec, r)
+	r.Phase = rec.Phase
+	if uerr != nil {
 		return errors.Join(err, uerr)
 	}
 	return err
+}
+
+// notToRecreate re-runs the node decision on the node as read right after
+// the claim, before its spec is saved and it is deleted: the decision was
+// made from an earlier read. It says why the node must not be recreated, or
+// "" when it still needs it.
+func notToRecreate(node *tpu.Node, cfg Config) string {
+	switch {
+	case node == nil:
+		return "node NOT FOUND before its spec was saved: deleted by someone else; not recreated"
+	case healthy(node), onPurpose(node.State):
+		return "node is " + describe(node) + " by the time it was claimed: not recreated"
+	case node.State == stateDeleting:
+		return "node is DELETING by the time it was claimed: deleted by someone else; not recreated"
+	case cfg.LabelKey == "" || node.Labels[cfg.LabelKey] != cfg.LabelValue:
+		return fmt.Sprintf("node no longer has label %s=%s by the time it was claimed: not recreated", cfg.LabelKey, cfg.LabelValue)
+	case node.QueuedResource != "":
+		return "node is owned by queued resource " + node.QueuedResource + " by the time it was claimed: not recreated (a queued resource is reset, never its node deleted)"
+	}
+	return ""
+}
+
+// closeAsNotOurs ends the recovery without finishing it: what it would do
+// next is not ours to do (the node was created or deleted by someone else).
+func (h *Handler) closeAsNotOurs(ctx context.Context, rec *Recovery, r *Record, why string) error {
+	r.Action, r.Reason = ActionRecord, why
+	rec.Phase, rec.LastError = PhaseDone, "closed without finishing: "+why
+	return h.update(ctx, rec, r)
+}
+
+// notOurNode says why node (non-nil) must not be deleted by rec: it is not
+// the node whose spec rec saved. "" when it is, or when that is unknown
+// (NodeID 0: a legacy TPU Node, or a recovery saved before NodeID existed).
+func notOurNode(rec Recovery, node *tpu.Node) string {
+	if rec.NodeID == 0 || node.Id == 0 || node.Id == rec.NodeID {
+		return ""
+	}
+	return fmt.Sprintf("node %s is id %d, not id %d whose spec recovery gen %d saved: created by someone else; never deleted",
+		describe(node), node.Id, rec.NodeID, rec.Generation)
+}
+
+// deleteSent reports whether rec may have requested the node's delete.
+// Recoveries saved before DeleteSent existed say so by their operations.
+func deleteSent(rec Recovery) bool {
+	return rec.DeleteSent || rec.DeleteOp != "" || rec.CreateOp != ""
 }
 
 // runRecreate runs a recreate from rec.Phase to done: save the spec, delete,
@@ -432,6 +523,9 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 	if err != nil {
 		return h.fail(ctx, rec, r, &ActError{Step: "parse", Node: rec.Node, Err: err})
 	}
+	// fresh: the node was read in this call since the recovery was last
+	// saved, so PhaseSaved need not read it again before deleting it.
+	fresh := false
 	for {
 		switch rec.Phase {
 		case PhaseDone:
@@ -443,7 +537,11 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 			if err != nil {
 				return h.fail(ctx, rec, r, err)
 			}
-			rec.Phase = resumePhase(*rec, node)
+			phase, why := resumePhase(*rec, node)
+			if why != "" {
+				return h.closeAsNotOurs(ctx, rec, r, why)
+			}
+			rec.Phase, fresh = phase, true
 			if rec.Phase == PhaseDone {
 				r.Warnings = append(r.Warnings, "node of this recovery's generation already exists: recovery finished")
 				if err := h.update(ctx, rec, r); err != nil {
@@ -456,17 +554,13 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 			if err != nil {
 				return h.fail(ctx, rec, r, err)
 			}
-			if node == nil || healthy(node) || onPurpose(node.State) {
-				why := "node NOT FOUND before its spec was saved: deleted by someone else; not recreated"
-				if node != nil {
-					why = "node is " + describe(node) + " by the time it was claimed: not recreated"
-				}
-				r.Action, r.Reason = ActionRecord, why
-				rec.Phase, rec.LastError = PhaseDone, "closed without finishing: "+why
-				return h.update(ctx, rec, r)
+			if why := notToRecreate(node, h.Config); why != "" {
+				return h.closeAsNotOurs(ctx, rec, r, why)
 			}
 			rec.Spec = CleanSpec(node)
+			rec.NodeID = node.Id
 			rec.Phase = PhaseSaved
+			fresh = true
 			s := Step{Name: "save-spec", Start: h.now()}
 			err = h.update(ctx, rec, r)
 			if err != nil {
@@ -478,16 +572,45 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 			}
 
 		case PhaseSaved:
+			if !fresh {
+				// Taken over (or resumed) in this phase: the node may have
+				// changed hands since the spec was saved. Read it again
+				// right before deleting it.
+				node, err := h.getNode(ctx, rec.Node, r)
+				if err != nil {
+					return h.fail(ctx, rec, r, err)
+				}
+				switch {
+				case node == nil && !deleteSent(*rec):
+					return h.closeAsNotOurs(ctx, rec, r, fmt.Sprintf(
+						"node NOT FOUND before recovery gen %d requested its delete: deleted by someone else; not recreated", rec.Generation))
+				case node != nil && notOurNode(*rec, node) != "":
+					return h.closeAsNotOurs(ctx, rec, r, notOurNode(*rec, node))
+				}
+				fresh = true
+			}
+			if !rec.DeleteSent {
+				// Saved before the request: a crash right after it must
+				// still find the node ours to recreate.
+				rec.DeleteSent = true
+				if err := h.update(ctx, rec, r); err != nil {
+					return err
+				}
+			}
 			var op string
 			err := h.step(ctx, r, "delete", rec.Node, func() (string, error) {
 				var err error
 				op, err = h.TPU.DeleteNode(ctx, rec.Node)
 				return op, err
 			})
+			var ae *ActError
 			switch {
 			case IsNotFound(err):
 				rec.Phase, rec.DeleteOp = PhaseDeleted, ""
 			case err != nil:
+				if errors.As(err, &ae) && !ae.Transient {
+					rec.DeleteSent = false // refused: nothing was deleted
+				}
 				return h.fail(ctx, rec, r, err)
 			default:
 				rec.Phase, rec.DeleteOp = PhaseDeleting, op
@@ -517,6 +640,8 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 			case node.State == stateDeleting:
 				return h.fail(ctx, rec, r, &ActError{Step: "wait-delete", Node: rec.Node, Transient: true,
 					Err: errors.Join(errors.New("node is still DELETING"), waitErr)})
+			case notOurNode(*rec, node) != "":
+				return h.closeAsNotOurs(ctx, rec, r, notOurNode(*rec, node))
 			case waitErr != nil && !IsNotFound(waitErr):
 				// The delete failed. Request it again next time.
 				rec.Phase = PhaseSaved
@@ -529,15 +654,18 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 				return h.fail(ctx, rec, r, waitErr)
 			default:
 				rec.Phase = PhaseSaved // the delete did not happen: request it again
+				fresh = true           // of the node just read, ours
 			}
 
 		case PhaseDeleted:
 			spec, warnings := createSpec(rec.Spec, rec.Generation, h.Config.StartupScript)
 			r.Warnings = append(r.Warnings, warnings...)
 			r.Spec = spec
+			// A request-rate 429 is retried in process like any transient
+			// error; a stockout or quota (IsTransient false) fails the
+			// attempt and waits for the lease.
 			var op string
-			transient := func(err error) bool { return IsTransient(err) && !isExhausted(err) }
-			err := h.stepIf(ctx, r, "create", rec.Node, transient, func() (string, error) {
+			err := h.stepIf(ctx, r, "create", rec.Node, IsTransient, func() (string, error) {
 				var err error
 				op, err = h.TPU.CreateNode(ctx, parent, nodeID, spec)
 				return op, err
@@ -612,24 +740,29 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 }
 
 // resumePhase says where a failed recreate resumes, from the node as the API
-// shows it now.
-func resumePhase(rec Recovery, node *tpu.Node) Phase {
+// shows it now, or (why != "") that the recovery must be closed: what it
+// would do next is not ours to do.
+func resumePhase(rec Recovery, node *tpu.Node) (phase Phase, why string) {
 	switch {
 	case node == nil && rec.Spec == nil:
-		return PhaseClaimed // PhaseClaimed closes it: nothing to recreate from
+		return PhaseClaimed, "" // PhaseClaimed closes it: nothing to recreate from
+	case node == nil && !deleteSent(rec):
+		return "", fmt.Sprintf("node NOT FOUND, and recovery gen %d never deleted it: deleted by someone else; not recreated", rec.Generation)
 	case node == nil:
-		return PhaseDeleted
+		return PhaseDeleted, ""
 	case node.Labels[GenerationLabel] == strconv.Itoa(rec.Generation):
 		if node.State == "CREATING" && rec.CreateOp != "" {
-			return PhaseCreating
+			return PhaseCreating, ""
 		}
-		return PhaseDone
+		return PhaseDone, ""
+	case notOurNode(rec, node) != "":
+		return "", notOurNode(rec, node)
 	case node.State == stateDeleting && rec.DeleteOp != "":
-		return PhaseDeleting
+		return PhaseDeleting, ""
 	case rec.Spec == nil:
-		return PhaseClaimed
+		return PhaseClaimed, ""
 	default:
-		return PhaseSaved
+		return PhaseSaved, ""
 	}
 }
 
@@ -652,6 +785,22 @@ func (h *Handler) runReset(ctx context.Context, rec *Recovery, obs Observed, r *
 			}
 			if rec.Spec == nil && obs.Node != nil {
 				rec.Spec = CleanSpec(obs.Node)
+				rec.NodeID = obs.Node.Id
+			}
+			if rec.Phase == PhaseClaimed {
+				// One reset per incident of a queued resource: the slices
+				// of a multislice one are separate nodes, each with its
+				// own recovery, all preempted together.
+				first, err := h.Store.MarkEvent(ctx, "reset:"+rec.QueuedResource, h.now().Add(max(h.Config.Cooldown, h.lease())))
+				if err != nil {
+					return h.fail(ctx, rec, r, &ActError{Step: "ledger", Node: rec.Node, Transient: true, Err: fmt.Errorf("mark reset of %s: %w", rec.QueuedResource, err)})
+				}
+				if !first {
+					why := fmt.Sprintf("queued resource %s reset recently (another slice's recovery)", rec.QueuedResource)
+					rec.Phase, rec.LastError = PhaseDone, "closed without finishing: "+why
+					r.Action, r.Reason = ActionSkip, why
+					return h.update(ctx, rec, r)
+				}
 			}
 			rec.Phase = PhaseSaved
 			if err := h.update(ctx, rec, r); err != nil {

@@ -517,3 +517,36 @@ func TestUserTerminationIsNeverUndoneBySweeps(t *testing.T) {
 	}
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 1})
 }
+
+func TestCreateRateLimitIsRetriedInProcess(t *testing.T) {
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	e.fake.Fail(tpufake.FailRule{RPC: "nodes.create", Code: 429, Status: "RESOURCE_EXHAUSTED",
+		Message: "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute'", Times: 1})
+	r, err := e.h.Handle(context.Background(), terminate("ev-rate"))
+	if err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	if r.Phase != remediate.PhaseDone || r.Err != "" {
+		t.Errorf("record phase %s err %q; want done: a request-rate limit is retried at once, not after a lease", r.Phase, r.Err)
+	}
+	if got := e.fake.Count("nodes.create", ""); got != 2 {
+		t.Errorf("create requests = %d, want 2 (limited, then retried)", got)
+	}
+}
+
+func TestCancelledHandlingIsRetriedNotRecordedAsPermanent(t *testing.T) {
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the function's deadline passed
+	r, err := e.h.Handle(ctx, terminate("ev-cancelled"))
+	if err == nil {
+		t.Errorf("Handle = nil error; want one, so that Pub/Sub redelivers the event")
+	}
+	if strings.Contains(r.Reason, "permanent") {
+		t.Errorf("record reason = %q; want no permanent failure for a cancelled call", r.Reason)
+	}
+	h, herr := e.store.History(context.Background(), nodeName, project, "ev-cancelled", start, 24*time.Hour)
+	if herr != nil || h.EventSeen {
+		t.Errorf("History = EventSeen %t, %v; want the event not marked processed", h.EventSeen, herr)
+	}
+}

@@ -46,7 +46,9 @@ var maintenanceRE = regexp.MustCompile(`maintenance event at (\S+)`)
 func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, error) {
 	var res SweepResult
 	start := h.now()
-	over := func() bool { return opts.Budget > 0 && h.now().Sub(start) >= opts.Budget }
+	// over: the budget is spent, or the caller gave up (the function's
+	// deadline): stop between two nodes, cursor saved where possible.
+	over := func() bool { return ctx.Err() != nil || (opts.Budget > 0 && h.now().Sub(start) >= opts.Budget) }
 	seen := map[string]bool{}
 	add := func(r Record, recorded bool) {
 		if recorded {
@@ -191,7 +193,9 @@ func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, 
 	ev := events.Event{Node: events.NodeRef{Project: project, Zone: zone, Node: nodeID}, Cause: cause}
 	r := h.newRecord(ev)
 	var obs Observed
-	if listed != nil {
+	if listed != nil && (healthy(listed) || onPurpose(listed.State)) {
+		// Only a harmless decision (record) is made from the listing: it
+		// may be minutes old by now. Anything else reads the node again.
 		obs.Node = listed
 		if listed.QueuedResource != "" {
 			qr, err := h.getQueuedResource(ctx, listed.QueuedResource, &r)

@@ -157,3 +157,16 @@ func TestSweepActsOnADeferralAfterTheGraceNotBefore(t *testing.T) {
 		t.Errorf("deferrals after the recreate = %+v, want none", due)
 	}
 }
+
+func TestSweepStopsWhenItsContextIsDone(t *testing.T) {
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{sweptNode("a", "TERMINATED", "")}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the function's deadline passed
+	res, _ := e.h.Sweep(ctx, remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}})
+	if res.Complete || res.Nodes != 0 {
+		t.Errorf("Sweep = %+v; want it stopped before any node", res)
+	}
+	if got := e.fake.Count("nodes.list", "") + e.fake.Count("nodes.delete", ""); got != 0 {
+		t.Errorf("TPU calls after the context ended = %d, want 0", got)
+	}
+}

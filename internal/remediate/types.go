@@ -95,15 +95,37 @@ const (
 	PhaseCreating Phase = "creating" // create requested (CreateOp)
 	PhaseDone     Phase = "done"     // node created again
 	PhaseFailed   Phase = "failed"   // last attempt failed; Spec kept for the next one
+	// PhaseAbandoned: the recovery failed MaxAttempts times with an error
+	// retrying cannot fix (not a stockout or quota); it needs a person. It
+	// is terminal like PhaseDone (not Unfinished, not counted in flight),
+	// and the saved Spec is kept in the ledger and in the ERROR record.
+	PhaseAbandoned Phase = "abandoned"
 )
+
+// MaxAttempts is how many attempts (claims and takeovers) a recovery gets
+// before a permanent failure other than a stockout or quota error
+// (RESOURCE_EXHAUSTED, retried every lease for as long as it takes) abandons
+// it: a create rejected as INVALID_ARGUMENT or PERMISSION_DENIED never
+// succeeds by itself, and an unfinished recovery holds the project's
+// in-flight cap.
+const MaxAttempts = 5
 
 // Recovery is the ledger's record of one recovery of one node.
 type Recovery struct {
-	Node           string // full resource name
-	Project        string
-	Action         Action // recreate or reset
-	Phase          Phase
-	Spec           *tpu.Node // saved before delete; output-only fields cleared
+	Node    string // full resource name
+	Project string
+	Action  Action // recreate or reset
+	Phase   Phase
+	Spec    *tpu.Node // saved before delete; output-only fields cleared
+	// NodeID is the TPU node id of the node whose spec was saved (0 =
+	// unknown: a legacy TPU Node, or a recovery saved before the field
+	// existed). Only that node is ever deleted: a node of the same name
+	// with another id was created by someone else.
+	NodeID int64
+	// DeleteSent: this recovery requested the node's delete (saved before
+	// the request, cleared when the API refused it). A node NOT FOUND
+	// while it is false was deleted by someone else and is not recreated.
+	DeleteSent     bool
 	QueuedResource string    // for reset
 	Generation     int       // recovery generation, also set as a label on the new node
 	Holder         string    // who holds the claim
@@ -118,8 +140,9 @@ type Recovery struct {
 	LastError      string
 }
 
-// Unfinished reports whether the recovery still has steps to run.
-func (r Recovery) Unfinished() bool { return r.Phase != PhaseDone }
+// Unfinished reports whether the recovery still has steps to run: every
+// phase but the terminal PhaseDone and PhaseAbandoned.
+func (r Recovery) Unfinished() bool { return r.Phase != PhaseDone && r.Phase != PhaseAbandoned }
 
 // Deferral is a node to look at again at Due.
 type Deferral struct {
@@ -218,7 +241,8 @@ type Store interface {
 	// recovery saved as PhaseFailed keeps its lease for Config.Lease, which
 	// is the back-off before the next attempt (no retry storm on a stockout).
 	Update(ctx context.Context, rec Recovery) error
-	// Unfinished lists recoveries not in PhaseDone (failed ones included),
+	// Unfinished lists recoveries not in PhaseDone or PhaseAbandoned (failed
+	// ones included),
 	// whatever their lease.
 	Unfinished(ctx context.Context) ([]Recovery, error)
 	// SetDeferral records or replaces the node's deferral; ClearDeferral removes it.

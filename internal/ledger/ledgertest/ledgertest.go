@@ -168,6 +168,7 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 		r := mustClaim(t, s, req(nodeA, "h1", t0))
 		r.Phase = remediate.PhaseDeleting
 		r.Spec = Spec(nodeA)
+		r.NodeID, r.DeleteSent = 4721934471238, true
 		r.DeleteOp = "projects/proj-a/locations/us-central2-b/operations/op-del"
 		r.UpdatedAt = t0.Add(10 * time.Second)
 		mustUpdate(t, s, r)
@@ -402,7 +403,7 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 		s := newStore(t)
 		r := mustClaim(t, s, req(nodeA, "h1", t0))
 		spec := Spec(nodeA)
-		r.Phase, r.Spec = remediate.PhaseSaved, spec
+		r.Phase, r.Spec, r.NodeID, r.DeleteSent = remediate.PhaseSaved, spec, 4721934471238, true
 		mustUpdate(t, s, r)
 		spec.Labels["team"] = "mutated after save"
 		spec.DataDisks[0].Mode = "MUTATED"
@@ -411,6 +412,11 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 		if diff := cmp.Diff(Spec(nodeA), h.Recovery.Spec); diff != "" {
 			t.Errorf("saved spec (-want +got):\n%s", diff)
 		}
+		// The identity of the node whose spec was saved, and whether its
+		// delete was requested, decide what a resumed recovery may touch.
+		if got := h.Recovery; got.NodeID != 4721934471238 || !got.DeleteSent {
+			t.Errorf("saved NodeID, DeleteSent = %d, %t; want 4721934471238, true", got.NodeID, got.DeleteSent)
+		}
 		h.Recovery.Spec.Metadata["startup-script"] = "mutated after read"
 		un, err := s.Unfinished(ctx)
 		if err != nil || len(un) != 1 {
@@ -418,6 +424,39 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 		}
 		if diff := cmp.Diff(Spec(nodeA), un[0].Spec); diff != "" {
 			t.Errorf("spec after mutating a returned copy (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("abandoned recovery is terminal: not unfinished, not in flight, spec kept", func(t *testing.T) {
+		s := newStore(t)
+		a := mustClaim(t, s, req(nodeA, "h1", t0))
+		a.Phase, a.Spec, a.NodeID, a.DeleteSent = remediate.PhaseDeleted, Spec(nodeA), 42, true
+		mustUpdate(t, s, a)
+		a.Phase, a.LastError = remediate.PhaseAbandoned, "create: INVALID_ARGUMENT"
+		mustUpdate(t, s, a)
+		if got := mustUnfinished(t, s); len(got) != 0 {
+			t.Errorf("Unfinished = %v; want none (abandoned is terminal)", got)
+		}
+		h := mustHistory(t, s, nodeB, "", t0)
+		if h.InFlight != 0 {
+			t.Errorf("InFlight for node B = %d; want 0 (an abandoned recovery of A is not in flight)", h.InFlight)
+		}
+		h = mustHistory(t, s, nodeA, "", t0)
+		if h.Recovery == nil || h.Recovery.Phase != remediate.PhaseAbandoned || h.Recovery.LastError != a.LastError {
+			t.Fatalf("History recovery = %+v; want the abandoned one", h.Recovery)
+		}
+		if diff := cmp.Diff(Spec(nodeA), h.Recovery.Spec); diff != "" {
+			t.Errorf("spec of the abandoned recovery (-want +got):\n%s", diff)
+		}
+		// An abandoned recovery cannot be resumed by its old holder...
+		a.Phase = remediate.PhaseDeleted
+		if err := s.Update(ctx, a); !errors.Is(err, remediate.ErrLeaseLost) {
+			t.Errorf("Update of an abandoned recovery back to deleted: err = %v; want ErrLeaseLost", err)
+		}
+		// ... and a new claim (after the cooldown) starts a new generation.
+		next := mustClaim(t, s, req(nodeA, "h2", t0.Add(31*time.Minute)))
+		if next.Generation != a.Generation+1 || next.Phase != remediate.PhaseClaimed {
+			t.Errorf("claim after abandoned = gen %d phase %s; want gen %d claimed", next.Generation, next.Phase, a.Generation+1)
 		}
 	})
 
