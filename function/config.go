@@ -39,8 +39,12 @@ type Config struct {
 	Window         time.Duration `envconfig:"WINDOW" default:"24h"`
 	MaxRecreates   int           `envconfig:"MAX_RECREATES" default:"3"`
 	MaxInFlight    int           `envconfig:"MAX_IN_FLIGHT" default:"4"`
-	Lease          time.Duration `envconfig:"LEASE" default:"15m"`
-	EventTTL       time.Duration `envconfig:"EVENT_TTL" default:"168h"`
+	// MaxAttempts abandons a recovery (phase abandoned, an ERROR record with
+	// the saved spec) after this many attempts failing with an error other
+	// than a stockout or quota.
+	MaxAttempts int           `envconfig:"MAX_ATTEMPTS" default:"5"`
+	Lease       time.Duration `envconfig:"LEASE" default:"15m"`
+	EventTTL    time.Duration `envconfig:"EVENT_TTL" default:"168h"`
 	// SweepBudget bounds one sweep's running time; the next sweep resumes.
 	SweepBudget time.Duration `envconfig:"SWEEP_BUDGET" default:"4m"`
 }

@@ -51,6 +51,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Window:            24 * time.Hour,
 		MaxRecreates:      3,
 		MaxInFlight:       4,
+		MaxAttempts:       5,
 		Lease:             15 * time.Minute,
 		EventTTL:          168 * time.Hour,
 		SweepBudget:       4 * time.Minute,
@@ -77,7 +78,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_FIRESTORE_DATABASE": "(default)", "AUTOHEAL_TPU_ENDPOINT": "http://127.0.0.1:9/",
 		"AUTOHEAL_RECORD_TO": "stdout", "AUTOHEAL_MAX_EVENT_AGE": "1h", "AUTOHEAL_UNHEALTHY_GRACE": "1m",
 		"AUTOHEAL_STUCK_GRACE": "2m", "AUTOHEAL_COOLDOWN": "3m", "AUTOHEAL_WINDOW": "4h", "AUTOHEAL_MAX_RECREATES": "5",
-		"AUTOHEAL_MAX_IN_FLIGHT": "6", "AUTOHEAL_LEASE": "7m", "AUTOHEAL_EVENT_TTL": "8h", "AUTOHEAL_SWEEP_BUDGET": "9m",
+		"AUTOHEAL_MAX_IN_FLIGHT": "6", "AUTOHEAL_MAX_ATTEMPTS": "10", "AUTOHEAL_LEASE": "7m", "AUTOHEAL_EVENT_TTL": "8h", "AUTOHEAL_SWEEP_BUDGET": "9m",
 	}
 	got, err := function.LoadConfig(lookupIn(env))
 	if err != nil {
@@ -88,7 +89,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		DryRun: true, LabelSelector: "heal=yes", StartupScript: "gs://b-1/s.sh", FirestoreDatabase: "(default)",
 		TPUEndpoint: "http://127.0.0.1:9/", RecordTo: "stdout", MaxEventAge: time.Hour, UnhealthyGrace: time.Minute,
 		StuckGrace: 2 * time.Minute, Cooldown: 3 * time.Minute, Window: 4 * time.Hour, MaxRecreates: 5, MaxInFlight: 6,
-		Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
+		MaxAttempts: 10, Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -117,6 +118,7 @@ func TestLoadConfigErrorsNameTheVariableAndValue(t *testing.T) {
 		{"bad bool", map[string]string{"AUTOHEAL_DRY_RUN": "maybe"}, nil, `AUTOHEAL_DRY_RUN="maybe": want true or false`},
 		{"bad int", map[string]string{"AUTOHEAL_MAX_RECREATES": "three"}, nil, `AUTOHEAL_MAX_RECREATES="three": want an integer`},
 		{"zero cap", map[string]string{"AUTOHEAL_MAX_IN_FLIGHT": "0"}, nil, `AUTOHEAL_MAX_IN_FLIGHT="0": want a positive integer`},
+		{"zero attempts", map[string]string{"AUTOHEAL_MAX_ATTEMPTS": "0"}, nil, `AUTOHEAL_MAX_ATTEMPTS="0": want a positive integer`},
 		{"bad duration", map[string]string{"AUTOHEAL_COOLDOWN": "30"}, nil, `AUTOHEAL_COOLDOWN="30": want a duration`},
 		{"negative duration", map[string]string{"AUTOHEAL_LEASE": "-5m"}, nil, `AUTOHEAL_LEASE="-5m0s": want a positive duration`},
 		{"zero sweep budget", map[string]string{"AUTOHEAL_SWEEP_BUDGET": "0s"}, nil, `AUTOHEAL_SWEEP_BUDGET="0s": want a positive duration`},

@@ -181,7 +181,7 @@ func (c Config) Validate() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"MAX_RECREATES", c.MaxRecreates}, {"MAX_IN_FLIGHT", c.MaxInFlight}} {
+	}{{"MAX_RECREATES", c.MaxRecreates}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"MAX_ATTEMPTS", c.MaxAttempts}} {
 		if n.v <= 0 {
 			bad(n.name, strconv.Itoa(n.v), "want a positive integer")
 		}
@@ -206,6 +206,7 @@ func (c Config) RemediateConfig() remediate.Config {
 		Window:         c.Window,
 		MaxRecreates:   c.MaxRecreates,
 		MaxInFlight:    c.MaxInFlight,
+		MaxAttempts:    c.MaxAttempts,
 		Lease:          c.Lease,
 		EventTTL:       c.EventTTL,
 	}

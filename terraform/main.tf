@@ -387,6 +387,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_WINDOW             = var.window
       AUTOHEAL_MAX_RECREATES      = tostring(var.max_recreates)
       AUTOHEAL_MAX_IN_FLIGHT      = tostring(var.max_in_flight)
+      AUTOHEAL_MAX_ATTEMPTS       = tostring(var.max_attempts)
       AUTOHEAL_LEASE              = var.lease
       AUTOHEAL_EVENT_TTL          = var.event_ttl
       AUTOHEAL_SWEEP_BUDGET       = var.sweep_budget

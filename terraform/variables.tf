@@ -234,6 +234,17 @@ variable "max_in_flight" {
   }
 }
 
+variable "max_attempts" {
+  type        = number
+  description = "Attempts before a recovery failing with an error other than a stockout or quota is abandoned for a person (AUTOHEAL_MAX_ATTEMPTS)."
+  default     = 5
+
+  validation {
+    condition     = var.max_attempts >= 1 && floor(var.max_attempts) == var.max_attempts
+    error_message = "max_attempts must be a whole number of at least 1."
+  }
+}
+
 variable "lease" {
   type        = string
   description = "How long a recovery claim lives without renewal before another delivery may take it over (AUTOHEAL_LEASE), a Go duration."

@@ -29,6 +29,7 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 	fs.DurationVar(&p.cfg.Window, "window", d.Window, "window of --max-recreates")
 	fs.IntVar(&p.cfg.MaxRecreates, "max-recreates", d.MaxRecreates, "recreates of one node within --window")
 	fs.IntVar(&p.cfg.MaxInFlight, "max-in-flight", d.MaxInFlight, "project-wide unfinished recoveries")
+	fs.IntVar(&p.cfg.MaxAttempts, "max-attempts", d.MaxAttempts, "attempts before a recovery failing permanently (not a stockout) is abandoned")
 	fs.DurationVar(&p.cfg.Lease, "lease", d.Lease, "how long a recovery claim is held without renewal")
 	fs.DurationVar(&p.cfg.EventTTL, "event-ttl", d.EventTTL, "how long processed event ids are remembered")
 	fs.StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on recreated nodes (default: the embedded startup/resume-training.sh)")
@@ -60,6 +61,9 @@ func (p *policyFlags) config() (remediate.Config, error) {
 	}
 	if cfg.MaxRecreates < 1 {
 		return cfg, usagef("--max-recreates %d: must be at least 1", cfg.MaxRecreates)
+	}
+	if cfg.MaxAttempts < 1 {
+		return cfg, usagef("--max-attempts %d: must be at least 1", cfg.MaxAttempts)
 	}
 	if cfg.MaxInFlight < 1 {
 		return cfg, usagef("--max-in-flight %d: must be at least 1", cfg.MaxInFlight)

@@ -25,7 +25,7 @@ import (
 // zones; a dry run names itself before the guards ("dry run: would …") and
 // so sets no such deferral: a dry-run skip is not re-evaluated by itself.
 //
-// A recovery that fails MaxAttempts times with an error other than a
+// A recovery that fails Config.MaxAttempts times with an error other than a
 // stockout or quota error is abandoned (PhaseAbandoned, an ERROR record
 // with the saved spec); a recovery is closed without finishing when its
 // next step is not ours to take: its node was replaced (another node id) or
@@ -68,6 +68,13 @@ func (h *Handler) now() time.Time {
 		return h.Now()
 	}
 	return time.Now()
+}
+
+func (h *Handler) maxAttempts() int {
+	if h.Config.MaxAttempts > 0 {
+		return h.Config.MaxAttempts
+	}
+	return DefaultMaxAttempts
 }
 
 func (h *Handler) holder() string {
@@ -450,7 +457,7 @@ func (h *Handler) fail(ctx context.Context, rec *Recovery, r *Record, err error)
 	}
 	rec.Phase = PhaseFailed
 	rec.LastError = err.Error()
-	if rec.Attempts >= MaxAttempts && !isExhausted(err) {
+	if rec.Attempts >= h.maxAttempts() && !isExhausted(err) {
 		// Retrying cannot fix it (a retired runtime version, a missing
 		// permission): a person must. The spec stays in the ledger and in
 		// the record, and the project's in-flight slot is freed.

@@ -111,6 +111,21 @@ func TestUserTerminationDuringOurFailedRecoveryIsNeverUndone(t *testing.T) {
 	}
 }
 
+func TestConfiguredMaxAttemptsAbandonsSooner(t *testing.T) {
+	e := newScripted(t)
+	e.h.Config.MaxAttempts = 2
+	e.f.set(sNode("a", "TERMINATED"))
+	e.f.createErr = &googleapi.Error{Code: 403, Message: "PERMISSION_DENIED: iam.serviceAccounts.actAs"}
+	e.sweep(t, sZone)
+	for range 10 {
+		e.clock.Advance(16 * time.Minute)
+		e.sweep(t, sZone)
+	}
+	if got := e.f.count("create "); got != 2 {
+		t.Errorf("create calls = %d, want 2 (Config.MaxAttempts, then abandoned)", got)
+	}
+}
+
 func TestRecoveryThatCanNeverFinishIsAbandonedAndFreesTheProject(t *testing.T) {
 	e := newScripted(t)
 	for _, id := range []string{"a", "b", "c", "d"} {
@@ -122,7 +137,7 @@ func TestRecoveryThatCanNeverFinishIsAbandonedAndFreesTheProject(t *testing.T) {
 		e.clock.Advance(16 * time.Minute)
 		e.sweep(t, sZone)
 	}
-	if got, want := e.f.count("create "), 4*remediate.MaxAttempts; got != want {
+	if got, want := e.f.count("create "), 4*remediate.DefaultMaxAttempts; got != want {
 		t.Errorf("create calls for 4 nodes over 5 h = %d, want %d (MaxAttempts each, then abandoned)", got, want)
 	}
 	un, err := e.store.Unfinished(context.Background())
@@ -167,12 +182,12 @@ func TestStockoutIsRetriedBeyondMaxAttempts(t *testing.T) {
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.createErr = &googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout"}
 	e.sweep(t, sZone)
-	for range 2 * remediate.MaxAttempts {
+	for range 2 * remediate.DefaultMaxAttempts {
 		e.clock.Advance(16 * time.Minute)
 		e.sweep(t, sZone)
 	}
-	if got := e.f.count("create "); got <= remediate.MaxAttempts {
-		t.Errorf("create calls = %d; want more than MaxAttempts (%d): a stockout is retried", got, remediate.MaxAttempts)
+	if got := e.f.count("create "); got <= remediate.DefaultMaxAttempts {
+		t.Errorf("create calls = %d; want more than MaxAttempts (%d): a stockout is retried", got, remediate.DefaultMaxAttempts)
 	}
 	e.f.script(func(f *scriptedTPU) { f.createErr = nil })
 	e.clock.Advance(16 * time.Minute)

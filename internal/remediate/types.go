@@ -51,6 +51,7 @@ type Config struct {
 	Window         time.Duration // window for MaxRecreates
 	MaxRecreates   int           // recreates of one node within Window
 	MaxInFlight    int           // project-wide unfinished recoveries
+	MaxAttempts    int           // attempts before a recovery failing permanently is abandoned (0 = DefaultMaxAttempts)
 	Lease          time.Duration // how long a claim is held without renewal
 	EventTTL       time.Duration // how long processed event ids are remembered
 
@@ -70,6 +71,7 @@ func DefaultConfig() Config {
 		Window:         24 * time.Hour,
 		MaxRecreates:   3,
 		MaxInFlight:    4,
+		MaxAttempts:    DefaultMaxAttempts,
 		Lease:          15 * time.Minute,
 		EventTTL:       7 * 24 * time.Hour,
 	}
@@ -95,20 +97,20 @@ const (
 	PhaseCreating Phase = "creating" // create requested (CreateOp)
 	PhaseDone     Phase = "done"     // node created again
 	PhaseFailed   Phase = "failed"   // last attempt failed; Spec kept for the next one
-	// PhaseAbandoned: the recovery failed MaxAttempts times with an error
+	// PhaseAbandoned: the recovery failed Config.MaxAttempts times with an error
 	// retrying cannot fix (not a stockout or quota); it needs a person. It
 	// is terminal like PhaseDone (not Unfinished, not counted in flight),
 	// and the saved Spec is kept in the ledger and in the ERROR record.
 	PhaseAbandoned Phase = "abandoned"
 )
 
-// MaxAttempts is how many attempts (claims and takeovers) a recovery gets
-// before a permanent failure other than a stockout or quota error
-// (RESOURCE_EXHAUSTED, retried every lease for as long as it takes) abandons
-// it: a create rejected as INVALID_ARGUMENT or PERMISSION_DENIED never
-// succeeds by itself, and an unfinished recovery holds the project's
-// in-flight cap.
-const MaxAttempts = 5
+// DefaultMaxAttempts is Config.MaxAttempts's default: how many attempts
+// (claims and takeovers) a recovery gets before a permanent failure other
+// than a stockout or quota error (RESOURCE_EXHAUSTED, retried every lease for
+// as long as it takes) abandons it: a create rejected as INVALID_ARGUMENT or
+// PERMISSION_DENIED never succeeds by itself, and an unfinished recovery
+// holds the project's in-flight cap.
+const DefaultMaxAttempts = 5
 
 // Recovery is the ledger's record of one recovery of one node.
 type Recovery struct {
