@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
@@ -84,6 +85,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if !res.Complete {
 		fmt.Fprintf(stderr, "sweep stopped after --budget %v before listing every node\n", *budget)
+	}
+	if len(res.Errors) > 0 {
+		return fmt.Errorf("sweep: %d location(s) could not be listed; their nodes were not checked: %s", len(res.Errors), strings.Join(res.Errors, "; "))
 	}
 	return nil
 }

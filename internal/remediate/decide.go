@@ -79,17 +79,17 @@ func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 			// saved spec and is not closed on it: we may have deleted it.)
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s: closing recovery gen %d (%s)", why, rec.Generation, rec.Phase)}
 		}
-		return Decision{Action: ActionSkip, Reason: why}
+		return Decision{Action: ActionSkip, Reason: why, Final: true}
 	}
 	if ev.Cause == events.CauseUser {
-		return Decision{Action: ActionSkip, Reason: "terminated by a user: never undone"}
+		return Decision{Action: ActionSkip, Reason: "terminated by a user: never undone", Final: true}
 	}
 	if held(h.Hold, node) {
 		why := fmt.Sprintf("terminated by a user at %s (event %s): never undone",
 			h.Hold.Since.UTC().Format(time.RFC3339), h.Hold.EventID)
 		switch {
 		case !ours:
-			return Decision{Action: ActionSkip, Reason: why + "; held until the node is READY and HEALTHY again or replaced"}
+			return Decision{Action: ActionSkip, Reason: why + "; held until the node is READY and HEALTHY again or replaced", Final: true}
 		case !now.Before(rec.LeaseUntil):
 			// The held node is the one the user terminated (same id): our
 			// recovery never replaced it, and must not now.

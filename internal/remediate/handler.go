@@ -172,6 +172,11 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("set hold: %w", err)}
 			}
 		}
+		if d.Final && hist.Deferral != nil && actErr == nil {
+			if err := h.Store.ClearDeferral(ctx, name); err != nil {
+				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("clear deferral: %w", err)}
+			}
+		}
 		if !d.Due.IsZero() && actErr == nil {
 			// A guard skipped it: look again when the guard can clear.
 			actErr = h.deferUntil(ctx, ev, hist, now, d.Due, d.Reason)
@@ -616,7 +621,12 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 				rec.Phase, rec.DeleteOp = PhaseDeleted, ""
 			case err != nil:
 				if errors.As(err, &ae) && !ae.Transient {
-					rec.DeleteSent = false // refused: nothing was deleted
+					// Refused now, but an earlier try (retried in process, or
+					// by a crashed holder) may have been accepted: believe
+					// the node, not the answer.
+					if n, gerr := h.getNode(ctx, rec.Node, r); gerr == nil && n != nil && n.State != stateDeleting {
+						rec.DeleteSent = false
+					}
 				}
 				return h.fail(ctx, rec, r, err)
 			default:
@@ -650,8 +660,8 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 			case notOurNode(*rec, node) != "":
 				return h.closeAsNotOurs(ctx, rec, r, notOurNode(*rec, node))
 			case waitErr != nil && !IsNotFound(waitErr):
-				// The delete failed. Request it again next time.
-				rec.Phase = PhaseSaved
+				// The delete failed; the node is still there. Request it again next time.
+				rec.Phase, rec.DeleteSent, rec.DeleteOp = PhaseSaved, false, ""
 				var ae *ActError
 				if errors.As(waitErr, &ae) && ae.Transient {
 					if err := h.update(ctx, rec, r); err != nil {
@@ -764,7 +774,7 @@ func resumePhase(rec Recovery, node *tpu.Node) (phase Phase, why string) {
 		return PhaseDone, ""
 	case notOurNode(rec, node) != "":
 		return "", notOurNode(rec, node)
-	case node.State == stateDeleting && rec.DeleteOp != "":
+	case node.State == stateDeleting && deleteSent(rec):
 		return PhaseDeleting, ""
 	case rec.Spec == nil:
 		return PhaseClaimed, ""
@@ -804,6 +814,12 @@ func (h *Handler) runReset(ctx context.Context, rec *Recovery, obs Observed, r *
 				}
 				if !first {
 					why := fmt.Sprintf("queued resource %s reset recently (another slice's recovery)", rec.QueuedResource)
+					// The mark may be this recovery's own (a takeover after a
+					// crash or a failed save): look again when it expires.
+					due := h.now().Add(max(h.Config.Cooldown, h.lease()))
+					if err := h.Store.SetDeferral(ctx, Deferral{Node: rec.Node, Project: rec.Project, Since: h.now(), Due: due, Reason: why}); err != nil {
+						return h.fail(ctx, rec, r, &ActError{Step: "ledger", Node: rec.Node, Transient: true, Err: err})
+					}
 					rec.Phase, rec.LastError = PhaseDone, "closed without finishing: "+why
 					r.Action, r.Reason = ActionSkip, why
 					return h.update(ctx, rec, r)

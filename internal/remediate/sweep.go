@@ -115,8 +115,16 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 					if !IsTransient(err) {
 						// NOT FOUND (no such location in the project) or a
 						// permanent error: the other locations still count.
+						// A location that cannot be listed (permission
+						// denied, say) is recorded as an ERROR each sweep:
+						// a sweep that sees nothing must not look fine.
 						if !IsNotFound(err) {
 							res.Errors = append(res.Errors, err.Error())
+							r.Time, r.Zone, r.Action = h.now(), zone, ActionSkip
+							r.Reason = "sweep: cannot list " + parent + ": its nodes are not checked"
+							r.Err = err.Error()
+							_ = h.Recorder.Record(ctx, r)
+							res.Records = append(res.Records, r)
 						}
 						break
 					}

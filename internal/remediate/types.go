@@ -35,7 +35,11 @@ const (
 type Decision struct {
 	Action Action
 	Reason string    // for a person: why this action
-	Due    time.Time // for defer: when to look again
+	Due    time.Time // for defer, and a guard's skip: when to look again
+	// Final marks a skip no later look changes while the node stays as it
+	// is (not opted in, terminated by a user, held): a pending deferral of
+	// the node is dropped, so sweeps do not revisit it forever.
+	Final bool
 }
 
 // Config is the policy. The function fills it from AUTOHEAL_* variables, the

@@ -43,8 +43,9 @@ func IsLegacy(n *tpu.Node) bool {
 }
 
 // GetNode reads the node through V2, and through V1 when V2 does not find it
-// or says it is a legacy node. When neither finds it, the error is V2's NOT
-// FOUND annotated with V1's.
+// or says it is a legacy node. When V2 does not find it and V1 fails other
+// than transiently (NOT FOUND, or refused), the error is V2's NOT FOUND
+// annotated with V1's.
 func (r Router) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
 	n, err := r.V2.GetNode(ctx, name)
 	if r.V1 == nil || (err == nil && !IsLegacy(n)) {
@@ -54,32 +55,37 @@ func (r Router) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
 		return nil, err
 	}
 	ln, lerr := r.V1.GetNode(ctx, name)
-	if lerr != nil && err != nil && remediate.IsNotFound(lerr) {
-		return nil, fmt.Errorf("%w (legacy TPU v1 API: not found either)", err)
+	if lerr != nil && err != nil && !remediate.IsTransient(lerr) {
+		// V2's NOT FOUND stands unless V1 says something it may later
+		// take back: a v1 refusal (no v1 in that zone, say) must not turn
+		// a node we deleted into "cannot read it".
+		return nil, fmt.Errorf("%w (legacy TPU v1 API: %v)", err, lerr)
 	}
 	return ln, lerr
 }
 
-// legacy probes which API owns an existing node: true for V1.
-func (r Router) legacy(ctx context.Context, name string) (bool, error) {
+// legacy probes which API owns an existing node: true for V1. When V2 does
+// not find the node, notFound is V2's NOT FOUND (and legacy is true: only
+// V1 may still have it).
+func (r Router) legacy(ctx context.Context, name string) (legacy bool, notFound, err error) {
 	if r.V1 == nil {
-		return false, nil
+		return false, nil, nil
 	}
 	n, err := r.V2.GetNode(ctx, name)
 	switch {
 	case err == nil:
-		return IsLegacy(n), nil
+		return IsLegacy(n), nil, nil
 	case remediate.IsNotFound(err):
-		return true, nil
+		return true, err, nil
 	}
-	return false, err
+	return false, nil, err
 }
 
 // DeleteNode deletes through the API that owns the node (a V2 read first;
 // a node V2 does not find is deleted through V1, whose NOT FOUND is then
 // the answer). V1 operation names get V1OperationPrefix.
 func (r Router) DeleteNode(ctx context.Context, name string) (string, error) {
-	legacy, err := r.legacy(ctx, name)
+	legacy, notFound, err := r.legacy(ctx, name)
 	if err != nil {
 		return "", fmt.Errorf("delete node %s: find its API: %w", name, err)
 	}
@@ -88,6 +94,11 @@ func (r Router) DeleteNode(ctx context.Context, name string) (string, error) {
 	}
 	op, err := r.V1.DeleteNode(ctx, name)
 	if err != nil {
+		if notFound != nil && !remediate.IsTransient(err) {
+			// Neither API has it, or V1 refuses to say: V2's NOT FOUND
+			// stands, as for GetNode.
+			return "", fmt.Errorf("%w (legacy TPU v1 API: %v)", notFound, err)
+		}
 		return "", err
 	}
 	return V1OperationPrefix + op, nil

@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/tpu/apiv1/tpupb"
 	"github.com/google/go-cmp/cmp"
 	tpu "google.golang.org/api/tpu/v2"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
@@ -229,6 +230,24 @@ func TestRouterRoutesEachCall(t *testing.T) {
 		}
 		if _, err := e.router.DeleteNode(ctx, legacyName); !remediate.IsNotFound(err) {
 			t.Errorf("DeleteNode: IsNotFound(%v) = false", err)
+		}
+	})
+	t.Run("a node v2 does not find stays NOT FOUND when v1 refuses the read", func(t *testing.T) {
+		e := newRouted(t, nil, nil)
+		e.v1.Fail(legacyfake.FailRule{RPC: legacyfake.RPCGet, Code: codes.InvalidArgument, Message: "no legacy TPUs in this zone"})
+		if _, err := e.router.GetNode(ctx, legacyName); !remediate.IsNotFound(err) {
+			t.Errorf("GetNode: IsNotFound(%v) = false, want v2's NOT FOUND (a node we deleted must read as gone)", err)
+		}
+		e.v1.Fail(legacyfake.FailRule{RPC: legacyfake.RPCDelete, Code: codes.InvalidArgument, Message: "no legacy TPUs in this zone"})
+		if _, err := e.router.DeleteNode(ctx, legacyName); !remediate.IsNotFound(err) {
+			t.Errorf("DeleteNode: IsNotFound(%v) = false, want v2's NOT FOUND (the delete is done)", err)
+		}
+	})
+	t.Run("a transient v1 failure is not hidden", func(t *testing.T) {
+		e := newRouted(t, nil, nil)
+		e.v1.Fail(legacyfake.FailRule{RPC: legacyfake.RPCGet, Code: codes.Unavailable})
+		if _, err := e.router.GetNode(ctx, legacyName); !remediate.IsTransient(err) {
+			t.Errorf("GetNode: IsTransient(%v) = false, want v1's UNAVAILABLE (retry: it may be a legacy node)", err)
 		}
 	})
 	t.Run("a legacy spec is created through v1 after the node is gone", func(t *testing.T) {
