@@ -115,18 +115,19 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 	for _, o := range opts {
 		o(&d)
 	}
-	// Clients live as long as the function instance, not the first request.
-	ctx = context.WithoutCancel(ctx)
 	f := &Function{cfg: cfg, now: d.now}
 	fail := func(err error) (*Function, error) {
 		_ = f.Close()
 		return nil, err
 	}
 
+	// The script is read within ctx's deadline; clients live as long as the
+	// function instance, not the first request.
 	script, err := LoadStartupScript(ctx, cfg.StartupScript, d.storage...)
 	if err != nil {
 		return fail(err)
 	}
+	ctx = context.WithoutCancel(ctx)
 	rc := cfg.RemediateConfig()
 	rc.StartupScript = script
 

@@ -470,3 +470,44 @@ func TestSourceFilesAreWhatTheBuildpackNeeds(t *testing.T) {
 		t.Errorf("SourceFiles (-want +got):\n%s", diff)
 	}
 }
+
+// TestNewGivesUpOnAHungStartupScriptRead: the first event builds the
+// Function while holding a lock; a Cloud Storage read that never answers
+// must end with ctx's deadline, not block the instance.
+func TestNewGivesUpOnAHungStartupScriptRead(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release: // the test is over, whatever its outcome
+		}
+	}))
+	defer hung.Close()
+	defer close(release)
+	env := minimalEnv()
+	env["AUTOHEAL_STARTUP_SCRIPT"] = "gs://acme-scripts/resume.sh"
+	cfg, err := function.LoadConfig(lookupIn(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		fn, err := function.New(ctx, cfg,
+			function.WithStore(ledger.NewMemory()), function.WithRecorder(&sliceRecorder{}),
+			function.WithStorageOptions(option.WithEndpoint(hung.URL+"/storage/v1/"), option.WithoutAuthentication()))
+		if fn != nil {
+			fn.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "AUTOHEAL_STARTUP_SCRIPT") {
+			t.Errorf("New = %v; want an error naming AUTOHEAL_STARTUP_SCRIPT", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("New still reading the startup script 10 s after its 200 ms deadline")
+	}
+}

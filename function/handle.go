@@ -11,6 +11,9 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 )
 
+// buildTimeout bounds building the Function on the first event.
+const buildTimeout = time.Minute
+
 var (
 	entryMu  sync.Mutex
 	entryFn  *Function
@@ -46,7 +49,11 @@ func entryFunction() (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := New(entryCtx, cfg)
+	// Building reads the startup script (maybe from Cloud Storage) while
+	// holding entryMu: bound it, so a hung read cannot block the instance.
+	ctx, cancel := context.WithTimeout(entryCtx, buildTimeout)
+	defer cancel()
+	f, err := New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
