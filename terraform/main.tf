@@ -301,10 +301,11 @@ resource "google_service_account" "build" {
   depends_on = [google_project_service.apis]
 }
 
-# What a function build needs: write its logs, read the source archive, push
-# the image.
+# What a function build needs (Cloud Run functions' build service account
+# documentation): write its logs, push the image, and Storage Object Admin to
+# fetch the source from the function's source buckets.
 resource "google_project_iam_member" "build" {
-  for_each = toset(["roles/artifactregistry.writer", "roles/logging.logWriter", "roles/storage.objectViewer"])
+  for_each = toset(["roles/artifactregistry.writer", "roles/logging.logWriter", "roles/storage.objectAdmin"])
 
   project = var.project_id
   role    = each.value
@@ -561,6 +562,24 @@ resource "google_logging_metric" "rejects" {
   }
 }
 
+# A new log-based metric takes minutes to become visible to Cloud Monitoring;
+# an alert policy created right after it fails with "Cannot find metric(s)"
+# (hashicorp/terraform-provider-google#11102). Wait once, on creation.
+resource "time_sleep" "metric_propagation" {
+  create_duration = "120s"
+
+  triggers = {
+    metric = google_logging_metric.recoveries_failed.id
+  }
+}
+
+# Monitoring requires a resource.type restriction in a threshold filter.
+# A log-based metric's series carry the monitored resource of the entry:
+# records written through the Cloud Logging API from a gen2 function are
+# cloud_function entries (the Go client detects FUNCTION_TARGET and
+# FUNCTION_SIGNATURE_TYPE first), records on stdout (record_to = "stdout",
+# or the fallback when Logging refuses one) are cloud_run_revision entries.
+# One condition per resource type, either opens an incident.
 resource "google_monitoring_alert_policy" "recovery_failed" {
   project               = var.project_id
   display_name          = "tpu-autoheal: TPU node recovery failed"
@@ -569,7 +588,29 @@ resource "google_monitoring_alert_policy" "recovery_failed" {
   user_labels           = local.labels
 
   conditions {
-    display_name = "A recovery failed in the last 5 minutes"
+    display_name = "A recovery failed in the last 5 minutes (records via Cloud Logging)"
+
+    condition_threshold {
+      filter          = "metric.type=\"logging.googleapis.com/user/${google_logging_metric.recoveries_failed.name}\" AND resource.type=\"cloud_function\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.node"]
+      }
+
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  conditions {
+    display_name = "A recovery failed in the last 5 minutes (records on stdout)"
 
     condition_threshold {
       filter          = "metric.type=\"logging.googleapis.com/user/${google_logging_metric.recoveries_failed.name}\" AND resource.type=\"cloud_run_revision\""
@@ -596,6 +637,8 @@ resource "google_monitoring_alert_policy" "recovery_failed" {
 
   documentation {
     mime_type = "text/markdown"
-    content   = "tpu-autoheal could not recover a TPU node (label `node`). Read its records: `gcloud logging read 'logName=\"projects/${var.project_id}/logs/${local.record_log_name}\" AND jsonPayload.phase=\"failed\"' --project ${var.project_id} --freshness 1h`. The next delivery or sweep retries; past max_recreates the node is left alone."
+    content   = "tpu-autoheal could not recover a TPU node (label `node`). Read its records: `gcloud logging read 'logName=\"projects/${var.project_id}/logs/${local.record_log_name}\" AND (jsonPayload.phase=(\"failed\" OR \"abandoned\") OR severity>=ERROR)' --project ${var.project_id} --freshness 1h`. The next delivery or sweep retries; past max_recreates the node is left alone, and a recovery abandoned after max_attempts needs a person."
   }
+
+  depends_on = [time_sleep.metric_propagation]
 }

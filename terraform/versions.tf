@@ -12,5 +12,11 @@ terraform {
       source  = "hashicorp/archive"
       version = ">= 2.5.0"
     }
+    # time_sleep: lets a new log-based metric reach Cloud Monitoring before
+    # the alert policy that reads it is created.
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9.0"
+    }
   }
 }
