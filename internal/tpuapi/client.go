@@ -116,7 +116,7 @@ func (c *Client) CreateNode(ctx context.Context, parent, nodeID string, node *tp
 	return op.Name, nil
 }
 
-// GetQueuedResource reads a queued resource (tpu.queuedresources.get).
+// GetQueuedResource reads a queued resource (authorized as tpu.nodes.get; see Permissions).
 func (c *Client) GetQueuedResource(ctx context.Context, name string) (*tpu.QueuedResource, error) {
 	q, err := c.svc.Projects.Locations.QueuedResources.Get(name).Context(ctx).Do()
 	if err != nil {

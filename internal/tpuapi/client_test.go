@@ -363,7 +363,7 @@ func TestEndpointOptions(t *testing.T) {
 }
 
 func TestPermissionsCoverEveryCall(t *testing.T) {
-	want := []string{"tpu.nodes.get", "tpu.nodes.list", "tpu.nodes.create", "tpu.nodes.delete", "tpu.operations.get", "tpu.queuedresources.get", "tpu.nodes.reset"}
+	want := []string{"tpu.nodes.get", "tpu.nodes.list", "tpu.nodes.create", "tpu.nodes.delete", "tpu.operations.get", "tpu.nodes.reset"}
 	if diff := cmp.Diff(want, tpuapi.Permissions); diff != "" {
 		t.Errorf("Permissions (-want +got):\n%s", diff)
 	}
