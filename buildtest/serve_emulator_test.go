@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -43,17 +42,6 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
 }
 
 // freshTerminate is testdata/terminate-maintenance.json with its timestamp
@@ -95,7 +83,7 @@ func TestBuiltFunctionServesACloudEvent(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "function")
 	goCmd(t, app, "build", "-o", bin, ".")
 
-	port := freePort(t)
+	port := emulator.FreePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin)
 	cmd.Env = []string{

@@ -231,22 +231,11 @@ func buildCLI(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
-}
-
 // serve starts `autoheal serve` in its own process group and stops the whole
 // group when the test ends.
 func serve(t *testing.T, bin string, env []string) (addr string, stdout *lines) {
 	t.Helper()
-	port := freePort(t)
+	port := emulator.FreePort(t)
 	cmd := exec.Command(bin, "serve", "--port", port, "--drain", "5s")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/emulator"
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/record"
@@ -274,17 +274,6 @@ func TestRecreatedNodeKeepsItsSpecAndGetsTheStartupScript(t *testing.T) {
 }
 
 // freePort returns a loopback port nobody listens on right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
-}
-
 const frameworkPath = "/projects/acme-ops/topics/tpu-autoheal"
 
 var (
@@ -304,7 +293,7 @@ func serveThroughFramework(t *testing.T) string {
 			func(ctx context.Context, e cloudevents.Event) error {
 				return frameworkTarget.Load().HandleCloudEvent(ctx, e)
 			})
-		frameworkPort = freePort(t)
+		frameworkPort = emulator.FreePort(t)
 		go func() { _ = funcframework.StartHostPort("127.0.0.1", frameworkPort) }()
 	})
 	if frameworkErr != nil {

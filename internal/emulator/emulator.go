@@ -123,7 +123,7 @@ func Start(ctx context.Context, k Kind) (*Emulator, error) {
 	if err != nil {
 		return nil, ErrNoGcloud
 	}
-	host, err := freeLoopbackPort()
+	host, err := freeAddr()
 	if err != nil {
 		return nil, fmt.Errorf("start %s emulator: %w", k, err)
 	}
@@ -178,7 +178,8 @@ func startFunc(ctx context.Context, k Kind) (string, func(), error) {
 	}, nil
 }
 
-func freeLoopbackPort() (string, error) {
+// freeAddr is a loopback host:port nobody listens on right now.
+func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -119,4 +120,16 @@ func kindName(k Kind) string {
 		return "PubSub"
 	}
 	return string(k)
+}
+
+// FreePort is a loopback port nobody listens on right now, for a test
+// server started in another process; it fails t when there is none.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	return port
 }

@@ -305,24 +305,6 @@ func decodeBase64(s string) ([]byte, error) {
 	return nil, first
 }
 
-// InsertIDOf returns, best effort, the insertId of a LogEntry or of the
-// entry inside a Pub/Sub envelope, for recording a rejected input; "" when
-// there is none to be found. It never fails.
-func InsertIDOf(data []byte) string {
-	payload, _, err := Unwrap(data)
-	if err != nil {
-		return ""
-	}
-	var e struct {
-		InsertID any `json:"insertId"`
-	}
-	if json.Unmarshal(payload, &e) != nil {
-		return ""
-	}
-	s, _ := e.InsertID.(string)
-	return s
-}
-
 // Peek reads what it can of an entry Parse rejected, for the record of the
 // reject: insertId, timestamp, service, method, resource and, when the entry
 // names it consistently, the node and worker. It never fails; what it cannot

@@ -463,7 +463,7 @@ func TestParseNodeSources(t *testing.T) {
 	}
 }
 
-func TestInsertIDOf(t *testing.T) {
+func TestPeekFindsTheInsertIDBareOrWrapped(t *testing.T) {
 	tests := []struct {
 		file, want string
 	}{
@@ -475,8 +475,8 @@ func TestInsertIDOf(t *testing.T) {
 		{"pubsub-push-bad-base64.json", ""},
 	}
 	for _, tt := range tests {
-		if got := InsertIDOf(readFixture(t, tt.file)); got != tt.want {
-			t.Errorf("InsertIDOf(%s) = %q, want %q", tt.file, got, tt.want)
+		if got := Peek(readFixture(t, tt.file)).InsertID; got != tt.want {
+			t.Errorf("Peek(%s).InsertID = %q, want %q", tt.file, got, tt.want)
 		}
 	}
 }

@@ -291,29 +291,26 @@ func (h *Handler) observe(ctx context.Context, name string, r *Record) (Observed
 }
 
 func (h *Handler) getNode(ctx context.Context, name string, r *Record) (*tpu.Node, error) {
-	var n *tpu.Node
-	err := h.step(ctx, r, "get", name, func() (string, error) {
-		var err error
-		n, err = h.TPU.GetNode(ctx, name)
-		return "", err
-	})
-	if IsNotFound(err) {
-		return nil, nil
-	}
-	return n, err
+	return getStep(h, ctx, r, "get", name, h.TPU.GetNode)
 }
 
 func (h *Handler) getQueuedResource(ctx context.Context, name string, r *Record) (*tpu.QueuedResource, error) {
-	var qr *tpu.QueuedResource
-	err := h.step(ctx, r, "get-queued-resource", name, func() (string, error) {
+	return getStep(h, ctx, r, "get-queued-resource", name, h.TPU.GetQueuedResource)
+}
+
+// getStep reads one resource as a recorded, retried step; NOT FOUND is a
+// nil resource, not an error.
+func getStep[T any](h *Handler, ctx context.Context, r *Record, step, name string, get func(context.Context, string) (*T, error)) (*T, error) {
+	var v *T
+	err := h.step(ctx, r, step, name, func() (string, error) {
 		var err error
-		qr, err = h.TPU.GetQueuedResource(ctx, name)
+		v, err = get(ctx, name)
 		return "", err
 	})
 	if IsNotFound(err) {
 		return nil, nil
 	}
-	return qr, err
+	return v, err
 }
 
 // step runs one TPU call with retries on transient errors, appends a Step
