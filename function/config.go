@@ -47,4 +47,19 @@ type Config struct {
 	EventTTL    time.Duration `envconfig:"EVENT_TTL" default:"168h"`
 	// SweepBudget bounds one sweep's running time; the next sweep resumes.
 	SweepBudget time.Duration `envconfig:"SWEEP_BUDGET" default:"4m"`
+
+	// Breaker is the storm breaker, LIMIT/WINDOW: at most LIMIT recreates
+	// and resets start in one zone within WINDOW.
+	Breaker string `envconfig:"BREAKER" default:"48/1h"`
+	// HoldTTL is how long a user hold lasts.
+	HoldTTL time.Duration `envconfig:"HOLD_TTL" default:"168h"`
+	// Maintenance is what an upcoming-maintenance notice does: off, prepare
+	// or early (the node label tpu-autoheal-maintenance overrides it).
+	Maintenance string `envconfig:"MAINTENANCE" default:"prepare"`
+	// CheckpointTimeout: with early maintenance, how long after the notice
+	// the checkpoint may take before maintenance is left to the platform.
+	CheckpointTimeout time.Duration `envconfig:"CHECKPOINT_TIMEOUT" default:"30m"`
+	// ResumeWatch is how long the guest's training-resumed report is
+	// waited for after an incident.
+	ResumeWatch time.Duration `envconfig:"RESUME_WATCH" default:"2h"`
 }

@@ -173,6 +173,7 @@ func (c Config) Validate() error {
 		{"MAX_EVENT_AGE", c.MaxEventAge}, {"UNHEALTHY_GRACE", c.UnhealthyGrace},
 		{"STUCK_GRACE", c.StuckGrace}, {"COOLDOWN", c.Cooldown}, {"WINDOW", c.Window},
 		{"LEASE", c.Lease}, {"EVENT_TTL", c.EventTTL}, {"SWEEP_BUDGET", c.SweepBudget},
+		{"HOLD_TTL", c.HoldTTL}, {"CHECKPOINT_TIMEOUT", c.CheckpointTimeout}, {"RESUME_WATCH", c.ResumeWatch},
 	} {
 		if d.v <= 0 {
 			bad(d.name, d.v.String(), "want a positive duration")
@@ -186,6 +187,14 @@ func (c Config) Validate() error {
 			bad(n.name, strconv.Itoa(n.v), "want a positive integer")
 		}
 	}
+	if _, _, err := remediate.ParseBreaker(c.Breaker); err != nil {
+		bad("BREAKER", c.Breaker, "want LIMIT/WINDOW such as 48/1h")
+	}
+	switch c.Maintenance {
+	case remediate.MaintenanceOff, remediate.MaintenancePrepare, remediate.MaintenanceEarly:
+	default:
+		bad("MAINTENANCE", c.Maintenance, "want off, prepare or early")
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -196,6 +205,7 @@ func (c Config) Validate() error {
 // read here (it may live in Cloud Storage): New sets it. c must be valid.
 func (c Config) RemediateConfig() remediate.Config {
 	key, value, _ := remediate.ParseSelector(c.LabelSelector)
+	limit, window, _ := remediate.ParseBreaker(c.Breaker)
 	return remediate.Config{
 		LabelKey:       key,
 		LabelValue:     value,
@@ -209,5 +219,12 @@ func (c Config) RemediateConfig() remediate.Config {
 		MaxAttempts:    c.MaxAttempts,
 		Lease:          c.Lease,
 		EventTTL:       c.EventTTL,
+
+		BreakerLimit:      limit,
+		BreakerWindow:     window,
+		HoldTTL:           c.HoldTTL,
+		MaintenanceMode:   c.Maintenance,
+		CheckpointTimeout: c.CheckpointTimeout,
+		ResumeWatch:       c.ResumeWatch,
 	}
 }

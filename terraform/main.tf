@@ -392,6 +392,11 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_LEASE              = var.lease
       AUTOHEAL_EVENT_TTL          = var.event_ttl
       AUTOHEAL_SWEEP_BUDGET       = var.sweep_budget
+      AUTOHEAL_BREAKER            = var.breaker
+      AUTOHEAL_HOLD_TTL           = var.hold_ttl
+      AUTOHEAL_MAINTENANCE        = var.maintenance
+      AUTOHEAL_CHECKPOINT_TIMEOUT = var.checkpoint_timeout
+      AUTOHEAL_RESUME_WATCH       = var.resume_watch
     }
   }
 

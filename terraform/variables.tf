@@ -436,3 +436,58 @@ variable "notification_channels" {
     error_message = "Every notification channel must be projects/PROJECT/notificationChannels/ID."
   }
 }
+
+variable "breaker" {
+  type        = string
+  description = "Storm breaker (AUTOHEAL_BREAKER), LIMIT/WINDOW: at most LIMIT recreates and resets start in one zone within WINDOW; further ones are skipped and one ERROR record pages a person."
+  default     = "48/1h"
+
+  validation {
+    condition     = can(regex("^[1-9][0-9]*/([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.breaker))
+    error_message = "breaker must be LIMIT/WINDOW such as 48/1h."
+  }
+}
+
+variable "hold_ttl" {
+  type        = string
+  description = "How long a hold set by a user's termination lasts (AUTOHEAL_HOLD_TTL), a Go duration."
+  default     = "168h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.hold_ttl))
+    error_message = "hold_ttl must be a Go duration such as 168h."
+  }
+}
+
+variable "maintenance" {
+  type        = string
+  description = "What an upcoming-maintenance notice does (AUTOHEAL_MAINTENANCE): off, prepare (ask the workload to checkpoint) or early (then start the maintenance once every worker checkpointed)."
+  default     = "prepare"
+
+  validation {
+    condition     = contains(["off", "prepare", "early"], var.maintenance)
+    error_message = "maintenance must be off, prepare or early."
+  }
+}
+
+variable "checkpoint_timeout" {
+  type        = string
+  description = "With early maintenance, how long after the notice the checkpoint may take (AUTOHEAL_CHECKPOINT_TIMEOUT), a Go duration."
+  default     = "30m"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.checkpoint_timeout))
+    error_message = "checkpoint_timeout must be a Go duration such as 30m."
+  }
+}
+
+variable "resume_watch" {
+  type        = string
+  description = "How long the guest's training-resumed report is waited for after an incident (AUTOHEAL_RESUME_WATCH), a Go duration."
+  default     = "2h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.resume_watch))
+    error_message = "resume_watch must be a Go duration such as 2h."
+  }
+}

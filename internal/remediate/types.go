@@ -29,6 +29,17 @@ const (
 	ActionDefer    Action = "defer"    // look again after a grace period
 	ActionSkip     Action = "skip"     // would act, but a guard says no
 	ActionReject   Action = "reject"   // malformed or foreign input
+	ActionPrepare  Action = "prepare"  // maintenance notice: ask the workload to checkpoint now
+	ActionMaintain Action = "maintain" // start the announced maintenance now, after the checkpoint
+	ActionResumed  Action = "resumed"  // the guest reported training resumed (or that it did not within the watch)
+)
+
+// Maintenance modes (Config.MaintenanceMode, AUTOHEAL_MAINTENANCE, label
+// tpu-autoheal-maintenance).
+const (
+	MaintenanceOff     = "off"     // notices are recorded only
+	MaintenancePrepare = "prepare" // notices become a checkpoint request (default)
+	MaintenanceEarly   = "early"   // and, once every worker checkpointed, maintenance starts now
 )
 
 // Decision is Decide's answer.
@@ -62,7 +73,33 @@ type Config struct {
 	// StartupScript is the script set as metadata startup-script on a
 	// recreated node ("" = keep the node's own).
 	StartupScript string
+
+	// BreakerLimit and BreakerWindow are the storm breaker
+	// (AUTOHEAL_BREAKER, "48/1h"): at most BreakerLimit recreates and
+	// resets start in one zone within BreakerWindow. 0 = DefaultBreakerLimit.
+	BreakerLimit  int
+	BreakerWindow time.Duration
+	// HoldTTL is how long a user hold lasts (AUTOHEAL_HOLD_TTL, 168h).
+	HoldTTL time.Duration
+	// MaintenanceMode is off, prepare or early (AUTOHEAL_MAINTENANCE);
+	// the node label tpu-autoheal-maintenance overrides it per node.
+	MaintenanceMode string
+	// CheckpointTimeout: with early maintenance, how long after the notice
+	// was sent the checkpoint may take (AUTOHEAL_CHECKPOINT_TIMEOUT, 30m).
+	CheckpointTimeout time.Duration
+	// ResumeWatch: how long after a recovery the guest's autoheal/resumed
+	// report is waited for (AUTOHEAL_RESUME_WATCH, 2h).
+	ResumeWatch time.Duration
 }
+
+// Defaults of the newer policy knobs.
+const (
+	DefaultBreakerLimit      = 48
+	DefaultBreakerWindow     = time.Hour
+	DefaultHoldTTL           = 168 * time.Hour
+	DefaultCheckpointTimeout = 30 * time.Minute
+	DefaultResumeWatch       = 2 * time.Hour
+)
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
@@ -78,6 +115,13 @@ func DefaultConfig() Config {
 		MaxAttempts:    DefaultMaxAttempts,
 		Lease:          15 * time.Minute,
 		EventTTL:       7 * 24 * time.Hour,
+
+		BreakerLimit:      DefaultBreakerLimit,
+		BreakerWindow:     DefaultBreakerWindow,
+		HoldTTL:           DefaultHoldTTL,
+		MaintenanceMode:   MaintenancePrepare,
+		CheckpointTimeout: DefaultCheckpointTimeout,
+		ResumeWatch:       DefaultResumeWatch,
 	}
 }
 
@@ -296,6 +340,11 @@ type Record struct {
 	Steps      []Step
 	Warnings   []string
 	Err        string // a failure carrying it out
+
+	// AcceleratorType and Chips describe the node (every record that
+	// observed one), so a report can count chip-hours of self-recoveries too.
+	AcceleratorType string
+	Chips           int
 }
 
 // Recorder writes records (Cloud Logging, stdout, or a test's slice).
