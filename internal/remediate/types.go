@@ -345,7 +345,25 @@ type Record struct {
 	// observed one), so a report can count chip-hours of self-recoveries too.
 	AcceleratorType string
 	Chips           int
+	// Outcome is set on the record of a decision that ended a recovery, an
+	// attempt of one, or a maintenance step (see the Outcome constants); the
+	// log-based metrics and `autoheal report` count these words.
+	Outcome Outcome
 }
+
+// Outcome is how a recovery (or an attempt of it) ended, as records say it.
+type Outcome string
+
+// Outcomes. Terraform's metrics and `autoheal report` depend on these words.
+const (
+	OutcomeRecovered  Outcome = "recovered"  // node READY again with our generation label
+	OutcomeClosed     Outcome = "closed"     // ended without acting: not ours, opted out, held
+	OutcomeAbandoned  Outcome = "abandoned"  // gave up; needs a person (ERROR record with the redacted spec)
+	OutcomeFailed     Outcome = "failed"     // this attempt failed; a later one will retry
+	OutcomePrepared   Outcome = "prepared"   // a maintenance notice was delivered to the guest
+	OutcomeMaintained Outcome = "maintained" // maintenance was started early, on our terms
+	OutcomeResumed    Outcome = "resumed"    // the guest reported training resumed
+)
 
 // Recorder writes records (Cloud Logging, stdout, or a test's slice).
 type Recorder interface {
