@@ -1,7 +1,8 @@
 // Package autoheal is the module root that the Cloud Functions Go buildpack
 // imports: its init registers the function and does nothing else — no
 // network, no configuration, no log.Fatal. The Function is built on the first
-// event (function.Handle).
+// request (function.ServeHTTP), an HTTP function that reads Pub/Sub push
+// bodies and CloudEvents itself.
 package autoheal
 
 import (
@@ -11,5 +12,5 @@ import (
 )
 
 func init() {
-	functions.CloudEvent(function.EntryPoint, function.Handle)
+	functions.HTTP(function.EntryPoint, function.ServeHTTP)
 }

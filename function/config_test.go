@@ -1,29 +1,43 @@
 package function_test
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tpu-autoheal/autoheal/function"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
-func lookupIn(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) {
-		v, ok := m[k]
-		return v, ok
+// setEnv makes the process environment, for the test's duration, hold
+// exactly env among the AUTOHEAL_* variables (t.Setenv restores them after).
+func setEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, function.EnvPrefix+"_") {
+			t.Setenv(k, "") // registers the restore
+			os.Unsetenv(k)
+		}
 	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+}
+
+func load(t *testing.T, env map[string]string) (function.Config, error) {
+	t.Helper()
+	setEnv(t, env)
+	return function.LoadConfig()
 }
 
 func minimalEnv() map[string]string {
@@ -34,7 +48,7 @@ func minimalEnv() map[string]string {
 }
 
 func TestLoadConfigDefaults(t *testing.T) {
-	got, err := function.LoadConfig(lookupIn(minimalEnv()))
+	got, err := load(t, minimalEnv())
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
 	}
@@ -67,7 +81,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 }
 
 func TestRemediateConfigDefaultsMatchRemediateDefaults(t *testing.T) {
-	cfg, err := function.LoadConfig(lookupIn(minimalEnv()))
+	cfg, err := load(t, minimalEnv())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +101,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_BREAKER": "12/30m", "AUTOHEAL_HOLD_TTL": "24h", "AUTOHEAL_MAINTENANCE": "early",
 		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h",
 	}
-	got, err := function.LoadConfig(lookupIn(env))
+	got, err := load(t, env)
 	if err != nil {
 		t.Fatalf("LoadConfig: %v", err)
 	}
@@ -143,7 +157,7 @@ func TestLoadConfigErrorsNameTheVariableAndValue(t *testing.T) {
 			for _, k := range tt.drop {
 				delete(env, k)
 			}
-			_, err := function.LoadConfig(lookupIn(env))
+			_, err := load(t, env)
 			if err == nil {
 				t.Fatalf("LoadConfig succeeded, want error containing %s", tt.want)
 			}
@@ -154,99 +168,39 @@ func TestLoadConfigErrorsNameTheVariableAndValue(t *testing.T) {
 	}
 }
 
-// The agreement test runs the real envconfig path (LoadConfigFromEnv) in a
-// child process — the test binary itself, with -envconfig-child — whose
-// environment is exactly the table row, so this process's environment is
-// neither read nor changed.
-var (
-	envconfigChild = flag.Bool("envconfig-child", false, "internal: print LoadConfigFromEnv's result as JSON and exit")
-	handleChild    = flag.Bool("handle-child", false, "internal: call Handle once and print its error")
-)
+var handleChild = flag.Bool("handle-child", false, "internal: call ServeHTTP once and print its answer")
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if *handleChild {
-		e := cloudevents.NewEvent()
-		e.SetID("1")
-		e.SetSource("//pubsub.googleapis.com/projects/acme-ops/topics/tpu-autoheal")
-		e.SetType("google.cloud.pubsub.topic.v1.messagePublished")
-		err := function.Handle(context.Background(), e)
-		fmt.Printf("%v", err)
-		os.Exit(0)
-	}
-	if *envconfigChild {
-		cfg, err := function.LoadConfigFromEnv()
-		out := struct {
-			Config function.Config
-			Err    string
-		}{Config: cfg}
-		if err != nil {
-			out.Err = err.Error()
-		}
-		_ = json.NewEncoder(os.Stdout).Encode(out)
+		rec := httptest.NewRecorder()
+		function.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("{}")))
+		fmt.Printf("%d %s", rec.Code, strings.TrimSpace(rec.Body.String()))
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
 
-func loadInChild(t *testing.T, env map[string]string) (function.Config, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-envconfig-child")
-	cmd.Env = []string{}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	b, err := cmd.Output()
+// TestUnprefixedVariablesAreIgnored: with envconfig:"NAME" tags envconfig
+// would also read the bare NAME; Config's split_words tags must not, so a
+// stray PROJECT, WINDOW or LEASE in the environment configures nothing.
+func TestUnprefixedVariablesAreIgnored(t *testing.T) {
+	env := minimalEnv()
+	env["PROJECT"] = "evil-corp"
+	env["WINDOW"] = "1m"
+	env["LEASE"] = "1s"
+	env["DRY_RUN"] = "true"
+	got, err := load(t, env)
 	if err != nil {
-		t.Fatalf("child: %v", err)
+		t.Fatal(err)
 	}
-	var out struct {
-		Config function.Config
-		Err    string
+	if got.Project != "acme-ops" || got.Window != 24*time.Hour || got.Lease != 15*time.Minute || got.DryRun {
+		t.Errorf("config = %+v, want AUTOHEAL_PROJECT, default window and lease, no dry run", got)
 	}
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatalf("child output %q: %v", b, err)
-	}
-	return out.Config, out.Err
-}
 
-func TestLoadConfigAgreesWithEnvconfig(t *testing.T) {
-	with := func(kv ...string) map[string]string {
-		env := minimalEnv()
-		for i := 0; i < len(kv); i += 2 {
-			env[kv[i]] = kv[i+1]
-		}
-		return env
-	}
-	tests := []struct {
-		name string
-		env  map[string]string
-	}{
-		{"defaults", minimalEnv()},
-		{"every variable", with("AUTOHEAL_ZONES", "us-central2-b,europe-west4-a", "AUTOHEAL_DRY_RUN", "1",
-			"AUTOHEAL_LABEL_SELECTOR", "a=b", "AUTOHEAL_STARTUP_SCRIPT", "/s.sh", "AUTOHEAL_FIRESTORE_DATABASE", "db-1",
-			"AUTOHEAL_TPU_ENDPOINT", "https://tpu.example/", "AUTOHEAL_RECORD_TO", "stdout", "AUTOHEAL_MAX_EVENT_AGE", "2h",
-			"AUTOHEAL_UNHEALTHY_GRACE", "1m", "AUTOHEAL_STUCK_GRACE", "2m", "AUTOHEAL_COOLDOWN", "3m",
-			"AUTOHEAL_WINDOW", "4h", "AUTOHEAL_MAX_RECREATES", "0x5", "AUTOHEAL_MAX_IN_FLIGHT", "6",
-			"AUTOHEAL_LEASE", "7m", "AUTOHEAL_EVENT_TTL", "8h", "AUTOHEAL_SWEEP_BUDGET", "9m")},
-		{"empty zones", with("AUTOHEAL_ZONES", "")},
-		{"unprefixed fallback as envconfig does", map[string]string{"PROJECT": "acme-ops", "AUTOHEAL_PROJECTS": "acme-ml"}},
-		{"missing required", map[string]string{"AUTOHEAL_PROJECTS": "acme-ml"}},
-		{"unparsable int", with("AUTOHEAL_MAX_RECREATES", "x")},
-		{"unparsable duration", with("AUTOHEAL_WINDOW", "1 day")},
-		{"invalid value", with("AUTOHEAL_RECORD_TO", "pubsub")},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			wantCfg, wantErr := loadInChild(t, tt.env)
-			gotCfg, err := function.LoadConfig(lookupIn(tt.env))
-			if (err != nil) != (wantErr != "") {
-				t.Fatalf("LoadConfig error = %v, envconfig error = %q: the two paths disagree", err, wantErr)
-			}
-			if diff := cmp.Diff(wantCfg, gotCfg, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("config (-envconfig +LoadConfig):\n%s", diff)
-			}
-		})
+	delete(env, "AUTOHEAL_PROJECT")
+	if _, err := load(t, env); err == nil || !strings.Contains(err.Error(), "AUTOHEAL_PROJECT is required") {
+		t.Errorf("with only PROJECT set: error = %v, want AUTOHEAL_PROJECT is required", err)
 	}
 }
 
@@ -271,5 +225,29 @@ func TestHandleReturnsConfigErrorsForRetry(t *testing.T) {
 	}
 	if line["severity"] != "ERROR" || !strings.Contains(line["message"].(string), "AUTOHEAL_RECORD_TO") {
 		t.Errorf("stderr line = %v, want an ERROR naming the variable", line)
+	}
+}
+
+// TestVariablesAreTheDocumentedNames pins the names split_words derives,
+// acronyms included (TPU, TTL), against the list the README documents.
+func TestVariablesAreTheDocumentedNames(t *testing.T) {
+	vars, err := function.Variables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vars {
+		got = append(got, v.Name)
+	}
+	want := []string{
+		"AUTOHEAL_PROJECT", "AUTOHEAL_PROJECTS", "AUTOHEAL_ZONES", "AUTOHEAL_DRY_RUN", "AUTOHEAL_LABEL_SELECTOR",
+		"AUTOHEAL_STARTUP_SCRIPT", "AUTOHEAL_FIRESTORE_DATABASE", "AUTOHEAL_TPU_ENDPOINT", "AUTOHEAL_RECORD_TO",
+		"AUTOHEAL_MAX_EVENT_AGE", "AUTOHEAL_UNHEALTHY_GRACE", "AUTOHEAL_STUCK_GRACE", "AUTOHEAL_COOLDOWN",
+		"AUTOHEAL_WINDOW", "AUTOHEAL_MAX_RECREATES", "AUTOHEAL_MAX_IN_FLIGHT", "AUTOHEAL_MAX_ATTEMPTS",
+		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
+		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_RESUME_WATCH",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("variables (-want +got):\n%s", diff)
 	}
 }

@@ -1,5 +1,5 @@
 // Package function is the Cloud Function (gen2) adapter: it turns the
-// Pub/Sub CloudEvent carrying a TPU audit log entry (or a sweep request)
+// Pub/Sub delivery carrying a TPU audit log entry (or a sweep request)
 // into a call of the remediate.Handler, with clients built once from the
 // AUTOHEAL_* configuration.
 //
@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"regexp"
 	"sort"
@@ -21,7 +22,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/logging"
-	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"google.golang.org/api/option"
 	storage "google.golang.org/api/storage/v1"
 
@@ -209,16 +209,69 @@ func (f *Function) Close() error {
 // Config is the configuration the function was built with.
 func (f *Function) Config() Config { return f.cfg }
 
-// HandleCloudEvent handles one google.cloud.pubsub.topic.v1.messagePublished
-// CloudEvent: a sweep request runs a sweep; a log entry is parsed and
-// handled. It returns an error only when a retry can help (Pub/Sub then
-// redelivers): malformed, foreign and stale input is recorded and
-// acknowledged.
-func (f *Function) HandleCloudEvent(ctx context.Context, e cloudevents.Event) error {
-	if tr := traceOf(e, f.cfg.Project); tr != "" {
+// MaxBodyBytes bounds one request body. A TPU audit log entry is a few KiB
+// (Cloud Logging refuses entries over 256 KiB, events.DefaultMaxEntryBytes),
+// so a Pub/Sub push body carrying one in base64 stays well under this; a
+// larger body is never read further, let alone decoded: it is acknowledged
+// with an `oversized` reject record (a redelivery would be just as large).
+const MaxBodyBytes = 512 << 10
+
+// requestTimeout bounds the work of one request. The work is detached from
+// the request's own context: when Pub/Sub gives up waiting (its ack
+// deadline), a TPU call or ledger write under way is not cut in half; every
+// step is saved before it is made, so a redelivery finishes whatever this
+// request could not.
+const requestTimeout = 5 * time.Minute
+
+// ServeHTTP is the function's HTTP entry point: it reads the request body
+// itself (at most MaxBodyBytes, through http.MaxBytesReader) and accepts
+// every form a delivery takes — a Pub/Sub push body, a binary-mode
+// CloudEvent (ce-* headers, the push body as its data), a structured-mode
+// CloudEvent (application/cloudevents+json), or a bare LogEntry. It answers
+// 204 when the delivery is done with (handled, recorded, or rejected as
+// malformed, foreign, stale or oversized) and 503 when a retry can help, so
+// Pub/Sub redelivers only then.
+//
+// It replaces the CloudEvent signature, whose HTTP receive path in
+// cloudevents/sdk-go can leave a request unanswered forever when clients
+// give up mid-request (sdk-go issues #1224, #1332).
+func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "tpu-autoheal accepts POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), requestTimeout)
+	defer cancel()
+	if tr := traceOfHeader(r.Header, f.cfg.Project); tr != "" {
 		ctx = record.WithTrace(ctx, tr)
 	}
-	data := e.Data()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		f.handler.Reject(ctx, body, &events.RejectError{Code: "oversized", Field: "body",
+			Reason: fmt.Sprintf("oversized: over %d bytes, not read further; acknowledged, never retried", MaxBodyBytes)})
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case err != nil:
+		// The client went away mid-body: nobody is waiting for the answer,
+		// and Pub/Sub redelivers what it did not see acknowledged.
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := f.HandleMessage(ctx, body); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// HandleMessage handles the body of one delivery, in any form ServeHTTP
+// accepts: a sweep request runs a sweep; a log entry is parsed and handled.
+// It returns an error only when a retry can help (Pub/Sub then redelivers):
+// malformed, foreign and stale input is recorded and acknowledged.
+func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 	payload, _, err := events.Unwrap(data)
 	if err != nil {
 		f.handler.Reject(ctx, data, err)
@@ -274,18 +327,16 @@ func shortDuration(d time.Duration) string {
 
 var traceparentRE = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$`)
 
-// traceOf is the Cloud Trace resource name from the event's W3C
-// traceparent extension (Eventarc sets it), or "".
-func traceOf(e cloudevents.Event, project string) string {
-	tp, ok := e.Extensions()["traceparent"].(string)
-	if !ok {
-		return ""
+// traceOfHeader is the Cloud Trace resource name from the request's W3C
+// trace context (traceparent, or ce-traceparent on a binary-mode
+// CloudEvent), or "".
+func traceOfHeader(h http.Header, project string) string {
+	for _, k := range []string{"Traceparent", "Ce-Traceparent"} {
+		if m := traceparentRE.FindStringSubmatch(h.Get(k)); m != nil {
+			return "projects/" + project + "/traces/" + m[1]
+		}
 	}
-	m := traceparentRE.FindStringSubmatch(tp)
-	if m == nil {
-		return ""
-	}
-	return "projects/" + project + "/traces/" + m[1]
+	return ""
 }
 
 // LoadStartupScript returns the script AUTOHEAL_STARTUP_SCRIPT names: a

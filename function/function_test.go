@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
-	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 
@@ -90,7 +90,7 @@ func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harne
 	env := minimalEnv()
 	env["AUTOHEAL_PROJECTS"] = "acme-ml"
 	env["AUTOHEAL_ZONES"] = "us-central2-b"
-	cfg, err := function.LoadConfig(lookupIn(env))
+	cfg, err := load(t, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,18 +126,6 @@ func pushBody(data []byte) []byte {
 	return b
 }
 
-func cloudEvent(t *testing.T, data []byte) cloudevents.Event {
-	t.Helper()
-	e := cloudevents.NewEvent()
-	e.SetID("9876543210123")
-	e.SetSource("//pubsub.googleapis.com/projects/acme-ops/topics/tpu-autoheal")
-	e.SetType("google.cloud.pubsub.topic.v1.messagePublished")
-	if err := e.SetData(cloudevents.ApplicationJSON, data); err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
 func actions(recs []remediate.Record) []remediate.Action {
 	var out []remediate.Action
 	for _, r := range recs {
@@ -146,7 +134,7 @@ func actions(recs []remediate.Record) []remediate.Action {
 	return out
 }
 
-func TestHandleCloudEvent(t *testing.T) {
+func TestHandleMessage(t *testing.T) {
 	terminate := readTestdata(t, "terminate-maintenance.json")
 	soon := eventTime.Add(time.Minute)
 	tests := []struct {
@@ -216,10 +204,10 @@ func TestHandleCloudEvent(t *testing.T) {
 				h.tpu.Fail(*tt.fail)
 			}
 
-			err := h.fn.HandleCloudEvent(context.Background(), cloudEvent(t, tt.data))
+			err := h.fn.HandleMessage(context.Background(), tt.data)
 
 			if (err != nil) != tt.wantErr {
-				t.Fatalf("HandleCloudEvent error = %v, want error %v", err, tt.wantErr)
+				t.Fatalf("HandleMessage error = %v, want error %v", err, tt.wantErr)
 			}
 			recs := h.recs.records()
 			if tt.wantAction != nil {
@@ -247,7 +235,7 @@ func TestHandleCloudEvent(t *testing.T) {
 
 func TestRecreatedNodeKeepsItsSpecAndGetsTheStartupScript(t *testing.T) {
 	h := newHarness(t, eventTime.Add(time.Minute), nil)
-	if err := h.fn.HandleCloudEvent(context.Background(), cloudEvent(t, pushBody(readTestdata(t, "terminate-maintenance.json")))); err != nil {
+	if err := h.fn.HandleMessage(context.Background(), pushBody(readTestdata(t, "terminate-maintenance.json"))); err != nil {
 		t.Fatal(err)
 	}
 	var created *struct {
@@ -273,9 +261,6 @@ func TestRecreatedNodeKeepsItsSpecAndGetsTheStartupScript(t *testing.T) {
 	}
 }
 
-// freePort returns a loopback port nobody listens on right now.
-const frameworkPath = "/projects/acme-ops/topics/tpu-autoheal"
-
 var (
 	frameworkOnce   sync.Once
 	frameworkPort   string
@@ -284,15 +269,14 @@ var (
 )
 
 // serveThroughFramework registers, once per test binary (the framework's
-// registry and server are global and cannot be stopped), a function that
-// forwards to frameworkTarget, and serves it on a loopback port.
+// registry and server are global and cannot be stopped), an HTTP function
+// that forwards to frameworkTarget, exactly as the root package registers
+// ServeHTTP, and serves it on a loopback port.
 func serveThroughFramework(t *testing.T) string {
 	t.Helper()
 	frameworkOnce.Do(func() {
-		frameworkErr = funcframework.RegisterCloudEventFunctionContext(context.Background(), frameworkPath,
-			func(ctx context.Context, e cloudevents.Event) error {
-				return frameworkTarget.Load().HandleCloudEvent(ctx, e)
-			})
+		frameworkErr = funcframework.RegisterHTTPFunctionContext(context.Background(), "/",
+			func(w http.ResponseWriter, r *http.Request) { frameworkTarget.Load().ServeHTTP(w, r) })
 		frameworkPort = emulator.FreePort(t)
 		go func() { _ = funcframework.StartHostPort("127.0.0.1", frameworkPort) }()
 	})
@@ -302,62 +286,103 @@ func serveThroughFramework(t *testing.T) string {
 	return frameworkPort
 }
 
-// TestFrameworkTurnsPushRequestIntoTheSameCloudEvent serves the function
-// through the real functions framework: a plain Pub/Sub push request to a
-// path containing projects/P/topics/T is converted by the framework into the
-// messagePublished CloudEvent, and a binary-mode CloudEvent (as Eventarc
-// sends) is passed through; both are handled. The framework's server cannot
-// be stopped, so it serves until the test binary exits.
-func TestFrameworkTurnsPushRequestIntoTheSameCloudEvent(t *testing.T) {
+// post sends req until the asynchronously started server answers, and
+// returns the status code.
+func post(t *testing.T, req *http.Request) int {
+	t.Helper()
+	var resp *http.Response
+	var err error
+	for i := 0; i < 100; i++ {
+		resp, err = http.DefaultClient.Do(req.Clone(req.Context()))
+		if err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+		req.Body, _ = req.GetBody()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestFrameworkServesEveryDeliveryForm serves the function through the real
+// Functions Framework as deployed (an HTTP function at "/"): a Pub/Sub push
+// body (the push subscription's path names the topic), the same body as a
+// binary-mode CloudEvent (as Eventarc sends it) and as a structured-mode
+// CloudEvent are each handled; the duplicates are skipped, so the node is
+// deleted once.
+func TestFrameworkServesEveryDeliveryForm(t *testing.T) {
 	h := newHarness(t, eventTime.Add(time.Minute), nil)
 	frameworkTarget.Store(h.fn)
-	port := serveThroughFramework(t)
-	base := "http://127.0.0.1:" + port
-	post := func(req *http.Request) int {
-		t.Helper()
-		var resp *http.Response
-		var err error
-		for i := 0; i < 100; i++ { // the server starts asynchronously
-			resp, err = http.DefaultClient.Do(req.Clone(req.Context()))
-			if err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-			req.Body, _ = req.GetBody()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	base := "http://127.0.0.1:" + serveThroughFramework(t)
 
 	body := pushBody(readTestdata(t, "terminate-maintenance.json"))
-	req, _ := http.NewRequest(http.MethodPost, base+frameworkPath, bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, base+"/projects/acme-ops/topics/tpu-autoheal", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	if code := post(req); code/100 != 2 {
-		t.Fatalf("push request: status %d, want 2xx", code)
+	if code := post(t, req); code != http.StatusNoContent {
+		t.Fatalf("push request: status %d, want 204", code)
 	}
 	if got := actions(h.recs.records()); !slices.Equal(got, []remediate.Action{remediate.ActionRecreate}) {
 		t.Fatalf("after push: actions %v, want [recreate]", got)
 	}
 
-	// Binary content mode: the same message again is a duplicate event.
-	req, _ = http.NewRequest(http.MethodPost, base+frameworkPath, bytes.NewReader(body))
+	req, _ = http.NewRequest(http.MethodPost, base+"/", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("ce-id", "9876543210123")
 	req.Header.Set("ce-specversion", "1.0")
 	req.Header.Set("ce-type", "google.cloud.pubsub.topic.v1.messagePublished")
 	req.Header.Set("ce-source", "//pubsub.googleapis.com/projects/acme-ops/topics/tpu-autoheal")
-	if code := post(req); code/100 != 2 {
-		t.Fatalf("binary CloudEvent: status %d, want 2xx", code)
+	if code := post(t, req); code != http.StatusNoContent {
+		t.Fatalf("binary CloudEvent: status %d, want 204", code)
 	}
 	recs := h.recs.records()
-	if len(recs) != 2 {
-		t.Fatalf("got %d records after two deliveries, want 2: %+v", len(recs), recs)
+	if len(recs) != 2 || recs[1].Action != remediate.ActionSkip {
+		t.Fatalf("records after two deliveries = %+v, want a recreate then a skip of the duplicate", recs)
 	}
 	if got := h.tpu.Count("nodes.delete", ""); got != 1 {
 		t.Errorf("nodes.delete calls = %d after a duplicate delivery, want 1", got)
+	}
+
+	req, _ = http.NewRequest(http.MethodGet, base+"/", nil)
+	if code := post(t, req); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET: status %d, want 405", code)
+	}
+}
+
+// TestOversizedBodyIsAcknowledgedUnread: a body over MaxBodyBytes is
+// answered 204 (never redelivered) with one `oversized` reject record, and
+// nothing of it reaches the TPU API.
+func TestOversizedBodyIsAcknowledgedUnread(t *testing.T) {
+	h := newHarness(t, eventTime.Add(time.Minute), nil)
+	srv := httptest.NewServer(h.fn)
+	defer srv.Close()
+	big := pushBody(bytes.Repeat([]byte("x"), function.MaxBodyBytes))
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(big))
+	if code := post(t, req); code != http.StatusNoContent {
+		t.Fatalf("status %d, want 204", code)
+	}
+	recs := h.recs.records()
+	if len(recs) != 1 || recs[0].Action != remediate.ActionReject || !strings.Contains(recs[0].Reason, "oversized") {
+		t.Fatalf("records = %+v, want one oversized reject", recs)
+	}
+	if n := len(h.tpu.Requests()); n != 0 {
+		t.Errorf("%d TPU requests for an oversized body, want 0", n)
+	}
+}
+
+// TestTransientFailureAnswers503: only a failure a retry can fix makes the
+// HTTP answer a non-2xx, so Pub/Sub redelivers it and nothing else.
+func TestTransientFailureAnswers503(t *testing.T) {
+	h := newHarness(t, eventTime.Add(time.Minute), nil)
+	h.tpu.Fail(tpufake.FailRule{RPC: "nodes.get", Code: 503, Status: "UNAVAILABLE"})
+	srv := httptest.NewServer(h.fn)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(pushBody(readTestdata(t, "terminate-maintenance.json"))))
+	if code := post(t, req); code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503", code)
 	}
 }
 
@@ -475,7 +500,7 @@ func TestNewGivesUpOnAHungStartupScriptRead(t *testing.T) {
 	defer close(release)
 	env := minimalEnv()
 	env["AUTOHEAL_STARTUP_SCRIPT"] = "gs://acme-scripts/resume.sh"
-	cfg, err := function.LoadConfig(lookupIn(env))
+	cfg, err := load(t, env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"time"
-
-	cloudevents "github.com/cloudevents/sdk-go/v2"
 )
 
 // buildTimeout bounds building the Function on the first event.
@@ -20,23 +19,24 @@ var (
 	entryCtx = context.Background()
 )
 
-// Handle is the deployed entry point (registered as EntryPoint by the root
-// package). On its first call it loads Config from the process environment
-// and builds the Function; later calls reuse it.
+// ServeHTTP is the deployed entry point (registered as EntryPoint by the
+// root package, an HTTP function). On its first call it loads Config from
+// the process environment and builds the Function; later calls reuse it.
 //
 // A configuration error is logged at severity ERROR and returned, so Pub/Sub
 // retries the event, and the next event tries to build again. A bad deploy
 // will not fix itself, but acknowledging would silently drop every TPU event
 // until someone noticed; retried events wait in the subscription (then the
 // dead-letter topic) and are handled once the configuration is fixed, while
-// the function's error rate alerts the operator.
-func Handle(ctx context.Context, e cloudevents.Event) error {
+// the function's error rate and the start-up alert page the operator.
+func ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f, err := entryFunction()
 	if err != nil {
 		logStartupError(err)
-		return err
+		http.Error(w, "tpu-autoheal cannot start: "+err.Error(), http.StatusInternalServerError)
+		return
 	}
-	return f.HandleCloudEvent(ctx, e)
+	f.ServeHTTP(w, r)
 }
 
 func entryFunction() (*Function, error) {
@@ -45,7 +45,7 @@ func entryFunction() (*Function, error) {
 	if entryFn != nil {
 		return entryFn, nil
 	}
-	cfg, err := LoadConfigFromEnv()
+	cfg, err := LoadConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +61,10 @@ func entryFunction() (*Function, error) {
 	return f, nil
 }
 
+// StartupErrorEvent is the jsonPayload.event of the ERROR line the function
+// writes when it cannot start (a configuration error).
+const StartupErrorEvent = "startup-error"
+
 // logStartupError writes one structured line to stderr that Cloud Logging
 // reads as an ERROR entry.
 func logStartupError(err error) {
@@ -69,6 +73,8 @@ func logStartupError(err error) {
 		"message":                       fmt.Sprintf("tpu-autoheal cannot start: %v (fix the function's AUTOHEAL_* environment; the event will be retried)", err),
 		"timestamp":                     time.Now().UTC().Format(time.RFC3339Nano),
 		"logging.googleapis.com/labels": map[string]string{"app": "tpu-autoheal"},
+		// The Terraform module's start-up alert matches this field.
+		"event": StartupErrorEvent,
 	})
 	fmt.Fprintln(os.Stderr, string(line))
 }

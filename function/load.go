@@ -3,7 +3,6 @@ package function
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,58 +20,13 @@ const (
 	RecordToStdout  = "stdout"
 )
 
-// LoadConfig reads Config from lookup (os.LookupEnv in production, a map in
-// tests) and validates it. It honours the struct's envconfig, default and
-// required tags exactly as envconfig.Process does — including envconfig's
-// fallback to the unprefixed name (PROJECT when AUTOHEAL_PROJECT is unset) —
-// which TestLoadConfigAgreesWithEnvconfig checks against the real envconfig
-// in a child process. It exists because envconfig v1.4 can only read the
-// process environment, and tests must not touch that.
-func LoadConfig(lookup func(string) (string, bool)) (Config, error) {
-	var c Config
-	v := reflect.ValueOf(&c).Elem()
-	t := v.Type()
-	var errs []error
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		alt := strings.ToUpper(f.Tag.Get("envconfig"))
-		if alt == "" {
-			alt = strings.ToUpper(f.Name)
-		}
-		key := EnvPrefix + "_" + alt
-		value, ok := lookup(key)
-		if !ok {
-			value, ok = lookup(alt)
-		}
-		def := f.Tag.Get("default")
-		if !ok && def != "" {
-			value = def
-		}
-		if !ok && def == "" {
-			if req, _ := strconv.ParseBool(f.Tag.Get("required")); req {
-				errs = append(errs, fmt.Errorf("%s is required", key))
-			}
-			continue
-		}
-		if err := setField(v.Field(i), value); err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: %w", key, value, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
-}
-
-// LoadConfigFromEnv reads Config from the process environment with
-// envconfig.Process and validates it. The deployed function uses it.
-func LoadConfigFromEnv() (Config, error) {
+// LoadConfig reads Config from the process environment with
+// envconfig.Process and validates it. Every error names the variable and
+// its value: "AUTOHEAL_COOLDOWN=\"30\": want a duration such as 30m or 24h".
+func LoadConfig() (Config, error) {
 	var c Config
 	if err := envconfig.Process(EnvPrefix, &c); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+		return Config{}, fmt.Errorf("config: %w", explainEnvconfig(err))
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -80,41 +34,29 @@ func LoadConfigFromEnv() (Config, error) {
 	return c, nil
 }
 
-var durationType = reflect.TypeOf(time.Duration(0))
+var missingRE = regexp.MustCompile(`^required key (\S+) missing value$`)
 
-// setField parses value into field as envconfig does for Config's types.
-func setField(field reflect.Value, value string) error {
-	switch {
-	case field.Type() == durationType:
-		d, err := time.ParseDuration(value)
-		if err != nil {
-			return errors.New("want a duration such as 30m or 24h")
+// explainEnvconfig rewrites envconfig's errors ("envconfig.Process:
+// assigning AUTOHEAL_COOLDOWN to Cooldown: converting '30' to type
+// time.Duration. details: ...") in the words Validate uses.
+func explainEnvconfig(err error) error {
+	var pe *envconfig.ParseError
+	if errors.As(err, &pe) {
+		want := "want a " + pe.TypeName
+		switch pe.TypeName {
+		case "time.Duration":
+			want = "want a duration such as 30m or 24h"
+		case "bool":
+			want = "want true or false"
+		case "int", "int64":
+			want = "want an integer"
 		}
-		field.SetInt(int64(d))
-	case field.Kind() == reflect.String:
-		field.SetString(value)
-	case field.Kind() == reflect.Bool:
-		b, err := strconv.ParseBool(value)
-		if err != nil {
-			return errors.New("want true or false")
-		}
-		field.SetBool(b)
-	case field.Kind() == reflect.Int:
-		n, err := strconv.ParseInt(value, 0, field.Type().Bits())
-		if err != nil {
-			return errors.New("want an integer")
-		}
-		field.SetInt(n)
-	case field.Kind() == reflect.Slice && field.Type().Elem().Kind() == reflect.String:
-		s := []string{}
-		if strings.TrimSpace(value) != "" {
-			s = strings.Split(value, ",")
-		}
-		field.Set(reflect.ValueOf(s))
-	default:
-		return fmt.Errorf("unsupported config field type %s", field.Type())
+		return fmt.Errorf("%s=%q: %s", pe.KeyName, pe.Value, want)
 	}
-	return nil
+	if m := missingRE.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%s is required", m[1])
+	}
+	return err
 }
 
 var (
@@ -227,4 +169,31 @@ func (c Config) RemediateConfig() remediate.Config {
 		CheckpointTimeout: c.CheckpointTimeout,
 		ResumeWatch:       c.ResumeWatch,
 	}
+}
+
+// Variable is one environment variable Config reads.
+type Variable struct {
+	Name     string // AUTOHEAL_MAX_EVENT_AGE
+	Default  string // the default tag ("" when none)
+	Required bool
+}
+
+// Variables lists the variables Config reads, named by envconfig itself
+// (its usage table), so Terraform's tests compare the module's environment
+// with exactly what LoadConfig reads.
+func Variables() ([]Variable, error) {
+	var b strings.Builder
+	const format = "{{range .}}{{usage_key .}}\t{{usage_default .}}\t{{usage_required .}}\n{{end}}"
+	if err := envconfig.Usagef(EnvPrefix, &Config{}, &b, format); err != nil {
+		return nil, err
+	}
+	var out []Variable
+	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("envconfig usage line %q: want 3 columns", line)
+		}
+		out = append(out, Variable{Name: f[0], Default: f[1], Required: f[2] == "true"})
+	}
+	return out, nil
 }

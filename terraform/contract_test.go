@@ -5,7 +5,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,18 +83,16 @@ func TestEntryPointIsFunctionEntryPoint(t *testing.T) {
 // each one's default (hasDef is false for required variables).
 func configVars(t *testing.T) map[string]configVar {
 	t.Helper()
+	vars, err := function.Variables()
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]configVar{}
-	typ := reflect.TypeOf(function.Config{})
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		tag, ok := f.Tag.Lookup("envconfig")
-		if !ok {
-			t.Fatalf("function.Config.%s has no envconfig tag", f.Name)
-		}
-		out[function.EnvPrefix+"_"+tag] = configVar{
-			suffix: tag,
-			def:    f.Tag.Get("default"),
-			hasDef: f.Tag.Get("default") != "" || !(f.Tag.Get("required") == "true"),
+	for _, v := range vars {
+		out[v.Name] = configVar{
+			suffix: strings.TrimPrefix(v.Name, function.EnvPrefix+"_"),
+			def:    v.Default,
+			hasDef: v.Default != "" || !v.Required,
 		}
 	}
 	if len(out) == 0 {
@@ -241,7 +238,16 @@ func TestDefaultEnvironmentLoads(t *testing.T) {
 		k, _ := item.KeyExpr.Value(nil)
 		vals[k.AsString()] = evalString(t, ctx, item.ValueExpr)
 	}
-	cfg, err := function.LoadConfig(func(k string) (string, bool) { v, ok := vals[k]; return v, ok })
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, function.EnvPrefix+"_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	for k, v := range vals {
+		t.Setenv(k, v)
+	}
+	cfg, err := function.LoadConfig()
 	if err != nil {
 		t.Fatalf("LoadConfig(module defaults) = %v", err)
 	}

@@ -51,7 +51,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	// Validate the configuration up front, as the deployed function does at
 	// its first request: a bad variable stops start-up with its name.
-	if _, err := function.LoadConfig(os.LookupEnv); err != nil {
+	if _, err := function.LoadConfig(); err != nil {
 		return usagef("serve: %v", err)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
