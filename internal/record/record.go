@@ -49,11 +49,16 @@ import (
 //	dryRun           true when nothing was mutated on purpose
 //	phase            the recovery's phase after this decision
 //	generation       the recovery generation
-//	spec             on recreate/reset: the TPU v2 Node the node was created with (REST JSON)
+//	spec             on recreate/reset/abandon: the TPU v2 Node (REST JSON), every
+//	                 metadata value redacted (RedactSpec); the full spec is in the ledger only
 //	steps            [{name, operation, start, durationSeconds, error}]
 //	durationSeconds  sum of the steps' durations
 //	warnings         [string]
 //	error            why carrying it out failed
+//	acceleratorType  the node's accelerator type, e.g. v4-128
+//	chips            its chip count
+//	outcome          recovered|closed|abandoned|failed|prepared|maintained|resumed
+//	                 on the record that ended a recovery, an attempt or a maintenance step
 //	recordError      (stdout only) why Cloud Logging refused the record
 const (
 	LabelApp    = "app"
@@ -141,6 +146,9 @@ type payload struct {
 	DurationSeconds float64         `json:"durationSeconds,omitempty"`
 	Warnings        []string        `json:"warnings,omitempty"`
 	Error           string          `json:"error,omitempty"`
+	AcceleratorType string          `json:"acceleratorType,omitempty"`
+	Chips           int             `json:"chips,omitempty"`
+	Outcome         string          `json:"outcome,omitempty"`
 }
 
 // Payload returns the record's jsonPayload fields as a JSON object.
@@ -160,12 +168,16 @@ func Payload(r remediate.Record) (map[string]any, error) {
 		Generation: r.Generation,
 		Warnings:   r.Warnings,
 		Error:      r.Err,
+
+		AcceleratorType: r.AcceleratorType,
+		Chips:           r.Chips,
+		Outcome:         string(r.Outcome),
 	}
 	if !r.EventTime.IsZero() {
 		p.EventTime = r.EventTime.UTC().Format(time.RFC3339Nano)
 	}
 	if r.Spec != nil {
-		b, err := r.Spec.MarshalJSON()
+		b, err := RedactSpec(r.Spec).MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("record: marshal spec of %s: %w", r.Node, err)
 		}

@@ -1,0 +1,104 @@
+package record_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/record"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+)
+
+const (
+	sshKeys = "alice:ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHunter2SecretKeyMaterial alice@example"
+	script  = "#!/bin/bash\nexport WANDB_API_KEY=wb-0123456789abcdef\nsudo -u alice /home/alice/start_training.sh\n"
+)
+
+func secretNode() *tpu.Node {
+	return &tpu.Node{
+		Name:            "projects/acme-ml/locations/us-central2-b/nodes/llm-v4-128",
+		AcceleratorType: "v4-128",
+		Metadata:        map[string]string{"ssh-keys": sshKeys, "startup-script": script, "autoheal-train-cmd": "python train.py --token=tok-secret-42"},
+	}
+}
+
+// TestNoMetadataValueReachesARecord writes a record carrying a spec with
+// ssh-keys, a startup script and a training command through both recorders
+// that render records (stdout and the payload Cloud Logging gets): no value,
+// nor any line of one, appears; each key does, with its length.
+func TestNoMetadataValueReachesARecord(t *testing.T) {
+	n := secretNode()
+	r := remediate.Record{Time: time.Date(2026, 11, 20, 3, 44, 40, 0, time.UTC), Node: n.Name,
+		Action: remediate.ActionRecreate, Reason: "TERMINATED (maintenance): recreate", Spec: n}
+
+	var out bytes.Buffer
+	if err := record.NewStdout(&out).Record(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	payload, err := record.Payload(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := payload["spec"].(map[string]any)
+	meta, _ := spec["metadata"].(map[string]any)
+	for _, rendered := range []string{out.String(), toJSON(t, payload)} {
+		for _, secret := range []string{sshKeys, "Hunter2SecretKeyMaterial", "wb-0123456789abcdef", "start_training.sh", "tok-secret-42"} {
+			if strings.Contains(rendered, secret) {
+				t.Errorf("record contains %q:\n%s", secret, rendered)
+			}
+		}
+	}
+	for k, v := range map[string]string{"ssh-keys": sshKeys, "startup-script": script} {
+		got, _ := meta[k].(string)
+		if !strings.HasPrefix(got, "redacted: ") || !strings.Contains(got, " bytes, sha256:") {
+			t.Errorf("metadata %s = %q, want a redaction", k, got)
+		}
+		if want := len(v); !strings.Contains(got, ": "+itoa(want)+" bytes") {
+			t.Errorf("metadata %s = %q, want the length %d", k, got, want)
+		}
+	}
+	if n.Metadata["ssh-keys"] != sshKeys {
+		t.Error("RedactSpec changed the node it was given")
+	}
+}
+
+// TestRedactValueTellsEqualValuesApart: the same value gives the same
+// redaction, another value of the same length another one.
+func TestRedactValueTellsEqualValuesApart(t *testing.T) {
+	a, b, c := record.RedactValue("secret-1"), record.RedactValue("secret-1"), record.RedactValue("secret-2")
+	if a != b || a == c {
+		t.Errorf("RedactValue: %q, %q, %q; want the first two equal, the third different", a, b, c)
+	}
+	if a != "redacted: 8 bytes, sha256:"+a[len(a)-12:] || len(a[len(a)-12:]) != 12 {
+		t.Errorf("RedactValue = %q, want \"redacted: 8 bytes, sha256:<12 hex digits>\"", a)
+	}
+}
+
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestPayloadCarriesNodeSizeAndOutcome: the report and the metrics read
+// acceleratorType, chips and outcome from every record that has them.
+func TestPayloadCarriesNodeSizeAndOutcome(t *testing.T) {
+	p, err := record.Payload(remediate.Record{Action: remediate.ActionRecreate, AcceleratorType: "v4-128", Chips: 64, Outcome: remediate.OutcomeRecovered})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p["acceleratorType"] != "v4-128" || p["chips"] != float64(64) || p["outcome"] != "recovered" {
+		t.Errorf("payload = %v, want acceleratorType v4-128, chips 64, outcome recovered", p)
+	}
+}
