@@ -69,6 +69,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	proxy := httputil.NewSingleHostReverseProxy(inner)
+	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if errors.Is(err, context.Canceled) {
+			return // the client gave up (as Pub/Sub does past its ack deadline): nobody to answer
+		}
+		fmt.Fprintf(stderr, "autoheal serve: forward %s: %v\n", r.URL.Path, err)
+		w.WriteHeader(http.StatusBadGateway)
+	}
 	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -44,27 +44,28 @@ func TestServeRejectsBadConfigByName(t *testing.T) {
 	}
 }
 
-// TestServeAnswersPushAndStopsGracefully serves the registered function, sends
-// it a Pub/Sub push body it must reject (so no Google API is called), and
-// cancels: run must return nil after draining.
-func TestServeAnswersPushAndStopsGracefully(t *testing.T) {
+// startServe runs `autoheal serve` on a free port with a simulated TPU API
+// and a Firestore host nothing listens on (the tests' entries never reach
+// the ledger), and returns its URL and a stop function that cancels it and
+// returns run's error.
+func startServe(t *testing.T) (url string, stop func() error) {
+	t.Helper()
 	t.Setenv("AUTOHEAL_PROJECT", "acme-ml")
 	t.Setenv("AUTOHEAL_PROJECTS", "acme-ml")
 	t.Setenv("AUTOHEAL_RECORD_TO", "stdout")
-	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1") // never reached: the entry is rejected first
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
 	tpuSrv := tpufake.New(tpufake.Fleet{})
-	defer tpuSrv.Close()
+	t.Cleanup(tpuSrv.Close)
 	t.Setenv("AUTOHEAL_TPU_ENDPOINT", tpuSrv.URL())
 	t.Setenv("FUNCTION_TARGET", "")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	var stderr syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve", "--port", "0"}, strings.NewReader(""), io.Discard, &stderr) }()
 
 	listening := regexp.MustCompile(`listening on (http://\S+)`)
-	var url string
 	for deadline := time.Now().Add(10 * time.Second); url == ""; {
 		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
 			url = m[1]
@@ -79,6 +80,22 @@ func TestServeAnswersPushAndStopsGracefully(t *testing.T) {
 			t.Fatalf("serve not listening after 10s:\n%s", stderr.String())
 		}
 	}
+	return url, func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(40 * time.Second):
+			return errors.New("serve did not return after its context was cancelled")
+		}
+	}
+}
+
+// TestServeAnswersPushAndStopsGracefully serves the registered function, sends
+// it a Pub/Sub push body it must reject (so no Google API is called), and
+// cancels: run must return nil after draining.
+func TestServeAnswersPushAndStopsGracefully(t *testing.T) {
+	url, stop := startServe(t)
 
 	// "not json" in base64, as a push subscription would deliver it.
 	body := `{"message":{"data":"bm90IGpzb24=","messageId":"1","publishTime":"2026-11-20T03:44:38Z"},"subscription":"projects/acme-ml/subscriptions/s"}`
@@ -90,14 +107,7 @@ func TestServeAnswersPushAndStopsGracefully(t *testing.T) {
 	if resp.StatusCode/100 != 2 {
 		t.Errorf("push of a malformed entry answered %d, want 2xx (acknowledged, never retried)", resp.StatusCode)
 	}
-
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve after cancel = %v, want nil (graceful shutdown)", err)
-		}
-	case <-time.After(40 * time.Second):
-		t.Fatal("serve did not return after its context was cancelled")
+	if err := stop(); err != nil {
+		t.Errorf("serve after cancel = %v, want nil (graceful shutdown)", err)
 	}
 }
