@@ -72,7 +72,11 @@ func Main(m *testing.M, kinds ...Kind) int {
 	for i, k := range kinds {
 		e, err := results[i].e, results[i].err
 		switch {
+		case errors.Is(err, ErrNoGcloud) && os.Getenv("CI") == "true":
+			// CI must run every suite: a skip there hides a missing install.
+			failed = append(failed, fmt.Errorf("CI=true: %w", err))
 		case errors.Is(err, ErrNoGcloud):
+			fmt.Fprintf(os.Stderr, "emulator: SKIPPING the %s suites of this package: %v\n", kindName(k), err)
 			mainSkip[k] = err
 		case err != nil:
 			failed = append(failed, err)

@@ -1,0 +1,105 @@
+//go:build emulator
+
+package buildtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/emulator"
+	"github.com/tpu-autoheal/autoheal/internal/loadtest"
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+)
+
+// TestBuiltFunctionNeverWedges posts a Pub/Sub-like burst at the binary the
+// buildpack would build: 2,000 posts, 32 at a time, three in four given up
+// on by their client after 1–10 ms. The bodies are real deliveries — a
+// terminate of a healthy opted-in node (TPU API and Firestore emulator
+// behind it), malformed and oversized ones — so requests are cut off while
+// the handler is mid-way through its calls. Every patient post is answered
+// within 60 s and the function still answers afterwards.
+func TestBuiltFunctionNeverWedges(t *testing.T) {
+	firestoreHost := emulator.Require(t, emulator.Firestore)
+	fleet, err := tpufake.ReadFleetFile(filepath.Join("testdata", "fleet.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range fleet.Nodes {
+		n.State, n.Health = "READY", "HEALTHY" // recovered by itself: every post only reads
+	}
+	tpu := tpufake.New(fleet)
+	defer tpu.Close()
+
+	app := layout(t)
+	bin := filepath.Join(t.TempDir(), "function")
+	goCmd(t, app, "build", "-o", bin, ".")
+	port := emulator.FreePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = []string{
+		"PORT=" + port,
+		"FUNCTION_TARGET=" + function.EntryPoint,
+		"FIRESTORE_EMULATOR_HOST=" + firestoreHost,
+		"AUTOHEAL_PROJECT=acme-ops",
+		"AUTOHEAL_PROJECTS=acme-ml",
+		"AUTOHEAL_FIRESTORE_DATABASE=wedge-" + port,
+		"AUTOHEAL_RECORD_TO=stdout",
+		"AUTOHEAL_TPU_ENDPOINT=" + tpu.URL(),
+	}
+	var stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &lockedBuffer{}, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+
+	push := func(data []byte) []byte {
+		b, _ := json.Marshal(map[string]any{
+			"message":      map[string]any{"data": base64.StdEncoding.EncodeToString(data), "messageId": "1", "publishTime": time.Now().UTC().Format(time.RFC3339Nano)},
+			"subscription": "projects/acme-ops/subscriptions/tpu-autoheal",
+		})
+		return b
+	}
+	bodies := [][]byte{
+		push(freshTerminate(t)),
+		push([]byte(`{"protoPayload": {`)),
+		push(bytes.Repeat([]byte(" "), 300<<10)),
+		bytes.Repeat([]byte("x"), function.MaxBodyBytes+1),
+	}
+	url := "http://127.0.0.1:" + port + "/"
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if err := loadtest.Sequential(ctx, url, bodies[1], 1, 2*time.Second); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("function not answering after 30s: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	res := loadtest.Run(ctx, loadtest.Burst{URL: url, Bodies: bodies, Posts: 2000, Parallel: 32, Impatient: 0.75, Patience: 60 * time.Second})
+	t.Logf("burst: %d posts, %d answered %v, %d given up on by their client", res.Posts, res.Answered, res.Statuses, res.GaveUp)
+	if len(res.Unanswered) > 0 {
+		t.Fatalf("%d posts unanswered within 60s, e.g. %s\nstderr:\n%s", len(res.Unanswered), res.Unanswered[0], stderr.String())
+	}
+	for code, n := range res.Statuses {
+		if code != 204 {
+			t.Errorf("%d posts answered %d, want 204", n, code)
+		}
+	}
+	if err := loadtest.Sequential(ctx, url, bodies[0], 20, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := tpu.Count("nodes.delete", ""); got != 0 {
+		t.Errorf("%d deletes of healthy nodes, want 0", got)
+	}
+}
