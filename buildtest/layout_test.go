@@ -70,7 +70,7 @@ var (
 )
 
 // repoRoot is the repository root (this package's parent).
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -82,7 +82,7 @@ func repoRoot(t *testing.T) string {
 // layout builds the buildpack's application root in a temporary directory:
 // the deployed files under sourceDir, and the generated main module. It
 // returns the application root.
-func layout(t *testing.T) string {
+func layout(t testing.TB) string {
 	t.Helper()
 	root := repoRoot(t)
 	app := t.TempDir()
@@ -137,7 +137,7 @@ func layout(t *testing.T) string {
 // goCmd runs the go command in dir with the caller's Go environment (module
 // cache, proxy setting) and -mod=mod, as the buildpack resolves the main
 // module's requirements.
-func goCmd(t *testing.T, dir string, args ...string) []byte {
+func goCmd(t testing.TB, dir string, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
