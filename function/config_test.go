@@ -223,7 +223,7 @@ func TestHandleReturnsConfigErrorsForRetry(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(stderr.String())), &line); err != nil {
 		t.Fatalf("stderr is not one JSON line: %v\n%s", err, stderr.String())
 	}
-	if line["severity"] != "ERROR" || !strings.Contains(line["message"].(string), "AUTOHEAL_RECORD_TO") {
+	if line["severity"] != "ERROR" || line["event"] != "startup-error" || !strings.Contains(line["message"].(string), "AUTOHEAL_RECORD_TO") {
 		t.Errorf("stderr line = %v, want an ERROR naming the variable", line)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
@@ -44,6 +45,7 @@ const MaxStartupScriptBytes = 256 << 10
 
 // Function handles events with clients built once.
 type Function struct {
+	diag    *slog.Logger
 	cfg     Config
 	handler *remediate.Handler
 	now     func() time.Time
@@ -57,6 +59,7 @@ type deps struct {
 	now        func() time.Time
 	backoff    remediate.Backoff
 	stdout     io.Writer
+	diag       io.Writer
 	storage    []option.ClientOption
 	logging    []option.ClientOption
 	loggerOpts []logging.LoggerOption
@@ -82,6 +85,10 @@ func WithClock(now func() time.Time) Option { return func(d *deps) { d.now = now
 // WithBackoff sets the handler's in-process retry policy for transient TPU
 // errors (default remediate.DefaultBackoff).
 func WithBackoff(b remediate.Backoff) Option { return func(d *deps) { d.backoff = b } }
+
+// WithDiagnostics sets where the function's diagnostic lines go (default
+// stderr).
+func WithDiagnostics(w io.Writer) Option { return func(d *deps) { d.diag = w } }
 
 // WithStdout sets where stdout records go (default os.Stdout).
 func WithStdout(w io.Writer) Option { return func(d *deps) { d.stdout = w } }
@@ -115,7 +122,10 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 	for _, o := range opts {
 		o(&d)
 	}
-	f := &Function{cfg: cfg, now: d.now}
+	f := &Function{cfg: cfg, now: d.now, diag: diag}
+	if d.diag != nil {
+		f.diag = newDiag(d.diag)
+	}
 	fail := func(err error) (*Function, error) {
 		_ = f.Close()
 		return nil, err
@@ -188,10 +198,10 @@ func (f *Function) newRecorder(ctx context.Context, cfg Config, d deps) remediat
 	}
 	lc, err := logging.NewClient(ctx, "projects/"+cfg.Project, d.logging...)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "tpu-autoheal: cloud logging client: %v; writing records to stdout\n", err)
+		f.diag.Warn("cloud logging client failed; writing records to stdout", "error", err.Error())
 		return record.NewStdout(d.stdout)
 	}
-	lc.OnError = func(err error) { fmt.Fprintf(os.Stderr, "tpu-autoheal: cloud logging: %v\n", err) }
+	lc.OnError = func(err error) { f.diag.Warn("cloud logging write failed", "error", err.Error()) }
 	f.closers = append(f.closers, lc.Close)
 	return record.NewLogging(ctx, lc, record.WithFallback(d.stdout), record.WithLoggerOptions(d.loggerOpts...))
 }
@@ -283,8 +293,11 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		})
 		if err != nil {
 			// A sweep is idempotent: redelivery runs it again.
+			f.diag.Error("sweep failed", "event", SweepEvent, "records", len(res.Records), "error", err.Error())
 			return fmt.Errorf("sweep (%d records before the failure): %w", len(res.Records), err)
 		}
+		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
+			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
 		return nil
 	}
 	ev, err := events.Parse(payload, events.Options{AllowedProjects: f.cfg.Projects})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -61,6 +62,25 @@ type harness struct {
 	fn   *function.Function
 	tpu  *tpufake.Server
 	recs *sliceRecorder
+	diag *syncBuffer // the function's diagnostic lines
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -98,7 +118,9 @@ func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harne
 		edit(&cfg)
 	}
 	recs := &sliceRecorder{}
+	diag := &syncBuffer{}
 	fn, err := function.New(context.Background(), cfg,
+		function.WithDiagnostics(diag),
 		function.WithTPU(tc),
 		function.WithStore(ledger.NewMemory()),
 		function.WithRecorder(recs),
@@ -109,7 +131,7 @@ func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harne
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { fn.Close() })
-	return &harness{fn: fn, tpu: fake, recs: recs}
+	return &harness{fn: fn, tpu: fake, recs: recs, diag: diag}
 }
 
 // pushBody wraps data as a Pub/Sub message, as in a push request or the
@@ -523,5 +545,26 @@ func TestNewGivesUpOnAHungStartupScriptRead(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("New still reading the startup script 10 s after its 200 ms deadline")
+	}
+}
+
+// TestSweepWritesASummaryLine: every sweep leaves one INFO line with
+// jsonPayload.event "sweep" (the Terraform alert on sweeps that stopped
+// running counts these), in Cloud Logging's structured shape.
+func TestSweepWritesASummaryLine(t *testing.T) {
+	h := newHarness(t, eventTime.Add(time.Minute), nil)
+	if err := h.fn.HandleMessage(context.Background(), pushBody([]byte(events.SweepMessage))); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(h.diag.String())), &line); err != nil {
+		t.Fatalf("diagnostics are not one JSON line: %v\n%s", err, h.diag.String())
+	}
+	labels, _ := line["logging.googleapis.com/labels"].(map[string]any)
+	if line["event"] != "sweep" || line["severity"] != "INFO" || labels["app"] != "tpu-autoheal" || line["nodes"] == nil {
+		t.Errorf("sweep line = %v, want an INFO event=sweep line labelled app=tpu-autoheal with a node count", line)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(line["timestamp"])); err != nil {
+		t.Errorf("timestamp %v: %v", line["timestamp"], err)
 	}
 }

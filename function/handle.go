@@ -2,10 +2,8 @@ package function
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 )
@@ -61,20 +59,9 @@ func entryFunction() (*Function, error) {
 	return f, nil
 }
 
-// StartupErrorEvent is the jsonPayload.event of the ERROR line the function
-// writes when it cannot start (a configuration error).
-const StartupErrorEvent = "startup-error"
-
-// logStartupError writes one structured line to stderr that Cloud Logging
-// reads as an ERROR entry.
+// logStartupError writes one structured ERROR line that Cloud Logging
+// reads as an ERROR entry with jsonPayload.event "startup-error".
 func logStartupError(err error) {
-	line, _ := json.Marshal(map[string]any{
-		"severity":                      "ERROR",
-		"message":                       fmt.Sprintf("tpu-autoheal cannot start: %v (fix the function's AUTOHEAL_* environment; the event will be retried)", err),
-		"timestamp":                     time.Now().UTC().Format(time.RFC3339Nano),
-		"logging.googleapis.com/labels": map[string]string{"app": "tpu-autoheal"},
-		// The Terraform module's start-up alert matches this field.
-		"event": StartupErrorEvent,
-	})
-	fmt.Fprintln(os.Stderr, string(line))
+	diag.Error(fmt.Sprintf("tpu-autoheal cannot start: %v (fix the function's AUTOHEAL_* environment; the event will be retried)", err),
+		"event", StartupErrorEvent)
 }
