@@ -32,7 +32,7 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 	fs.IntVar(&p.cfg.MaxAttempts, "max-attempts", d.MaxAttempts, "attempts before a recovery failing permanently (not a stockout) is abandoned")
 	fs.DurationVar(&p.cfg.Lease, "lease", d.Lease, "how long a recovery claim is held without renewal")
 	fs.DurationVar(&p.cfg.EventTTL, "event-ttl", d.EventTTL, "how long processed event ids are remembered")
-	fs.StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on recreated nodes (default: the embedded startup/resume-training.sh)")
+	fs.StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on every recreated node, replacing its own (default: a node keeps its own, or gets the embedded resume-training.sh when it carries metadata autoheal-train-cmd)")
 	return p
 }
 
@@ -68,7 +68,11 @@ func (p *policyFlags) config() (remediate.Config, error) {
 	if cfg.MaxInFlight < 1 {
 		return cfg, usagef("--max-in-flight %d: must be at least 1", cfg.MaxInFlight)
 	}
-	cfg.StartupScript = startup.Script
+	// The policy (remediate.StartupScriptFor): a script given here
+	// replaces every node's own; else a node carrying autoheal-train-cmd
+	// gets the embedded resume script; else it keeps its own.
+	cfg.ResumeScript = startup.Script
+	cfg.ResumeKeys = []string{startup.MetadataTrainCmd}
 	if p.startupScript != "" {
 		b, err := os.ReadFile(p.startupScript)
 		if err != nil {
