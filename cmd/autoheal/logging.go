@@ -141,14 +141,22 @@ type loggingSource struct {
 	done bool
 }
 
-func (s *loggingSource) Next() (string, events.Item, error) {
+func (s *loggingSource) Next() (sourced, error) {
 	it, err := s.r.Next()
 	if err != nil && !s.done {
 		s.done = true
 		s.p.done()
 	}
-	return s.name, it, err
+	out := sourced{Item: it, name: s.name}
+	if err == nil && it.Err != nil {
+		out.at = fmt.Sprintf("%s entry %d", s.name, it.Index+1)
+	}
+	return out, err
 }
+
+// Order: the Logging API is read oldest first (order_by timestamp asc).
+func (s *loggingSource) Order() string      { return "oldest first (Cloud Logging is read in time order)" }
+func (s *loggingSource) Warnings() []string { return nil }
 
 func (s *loggingSource) Close() error {
 	s.rc.Close()
