@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -172,7 +173,7 @@ func (p *textPrinter) print(l line) error {
 	if l.Action == string(remediate.ActionReject) {
 		p.rejects[first(l.rejectCode, "other")]++
 		if l.At != "" {
-			reason = l.At + ": " + reason
+			reason = filepath.Base(l.At) + ": " + reason
 		}
 	}
 	t := l.Time

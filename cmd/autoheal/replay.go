@@ -550,6 +550,11 @@ func newOrderedSource(fs *fileSource, reverse bool) (*orderedSource, error) {
 			}
 			ref := entryRef{t: last, off: it.Offset, n: uint32(len(it.Data)), in: uint16(i)}
 			if it.Err != nil {
+				// A reject is decided at its own time when it has one,
+				// else right after the entry before it.
+				if t := events.Peek(it.Data).Time; !t.IsZero() {
+					ref.t = t.UnixNano()
+				}
 				ref.rej = true
 				rj := sourced{Item: it, name: in.name, at: in.where(it.Offset)}
 				rj.Data = nil // read back by offset like the others

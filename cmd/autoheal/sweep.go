@@ -151,23 +151,28 @@ func sweepLines(res remediate.SweepResult, listed *listingTPU, cfg remediate.Con
 }
 
 // listingTPU remembers what ListNodes returned, so that sweep can print
-// the nodes it looked at and found nothing to do about, and say which
-// locations were listed.
+// the nodes it looked at and found nothing to do about, and say what each
+// location held.
 type listingTPU struct {
 	remediate.TPU
 	nodes    []*tpu.Node
-	listed   []string // parents listed
-	notFound []string // parents the API does not know
-	failed   []string // parents that could not be listed
+	listed   []string       // parents listed, in order
+	count    map[string]int // nodes per listed parent
+	notFound []string       // parents the API does not know
+	failed   []string       // parents that could not be listed
 }
 
 func (l *listingTPU) ListNodes(ctx context.Context, parent, pageToken string) ([]*tpu.Node, string, error) {
 	nodes, next, err := l.TPU.ListNodes(ctx, parent, pageToken)
 	switch {
 	case err == nil:
-		if pageToken == "" {
+		if l.count == nil {
+			l.count = map[string]int{}
+		}
+		if _, ok := l.count[parent]; !ok {
 			l.listed = append(l.listed, parent)
 		}
+		l.count[parent] += len(nodes)
 		l.nodes = append(l.nodes, nodes...)
 	case remediate.IsNotFound(err):
 		l.notFound = append(l.notFound, parent)
@@ -177,13 +182,35 @@ func (l *listingTPU) ListNodes(ctx context.Context, parent, pageToken string) ([
 	return nodes, next, err
 }
 
+// summary is "acme-ml/europe-west4-a 1 node, acme-ml/nowhere-1a no nodes":
+// a zone mistyped shows as one with no nodes.
 func (l *listingTPU) summary() string {
-	s := fmt.Sprintf("%d listed", len(l.listed))
-	if len(l.notFound) > 0 {
-		s += fmt.Sprintf(", %d not found (%s)", len(l.notFound), strings.Join(l.notFound, ", "))
+	var parts []string
+	for _, p := range l.listed {
+		switch n := l.count[p]; n {
+		case 0:
+			parts = append(parts, shortLocation(p)+" no nodes")
+		default:
+			parts = append(parts, shortLocation(p)+" "+plural(n, "node", "nodes"))
+		}
 	}
-	if len(l.failed) > 0 {
-		s += fmt.Sprintf(", %d could not be listed (%s)", len(l.failed), strings.Join(l.failed, ", "))
+	for _, p := range l.notFound {
+		parts = append(parts, shortLocation(p)+" not found")
 	}
-	return s
+	for _, p := range l.failed {
+		parts = append(parts, shortLocation(p)+" could not be listed")
+	}
+	if len(parts) == 0 {
+		return "none listed"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shortLocation is projects/P/locations/Z as P/Z.
+func shortLocation(parent string) string {
+	p := strings.Split(parent, "/")
+	if len(p) == 4 {
+		return p[1] + "/" + p[3]
+	}
+	return parent
 }

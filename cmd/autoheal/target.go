@@ -22,6 +22,10 @@ import (
 // control plane, whose operations finish after one poll.
 const fakePollInterval = time.Millisecond
 
+// endpointPollInterval, when set (by tests), is the poll interval against
+// --tpu-endpoint; 0 keeps the client's default.
+var endpointPollInterval time.Duration
+
 // targetFlags choose the TPU control plane: the simulated one seeded from a
 // fleet file, a local control plane at --tpu-endpoint, or the real TPU API
 // with Application Default Credentials. The last two are read-only unless
@@ -101,6 +105,9 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 			c, err := tpuapi.NewFromOptions(ctx, opts...)
 			if err != nil {
 				return nil, fmt.Errorf("TPU API client for --tpu-endpoint %s: %w", t.endpoint, err)
+			}
+			if endpointPollInterval > 0 {
+				c.PollInterval = endpointPollInterval
 			}
 			tg.tpu = c
 		} else {
