@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -442,5 +443,38 @@ func TestVersion(t *testing.T) {
 	r := runCLI(t, nil, "version")
 	if want := "autoheal github.com/tpu-autoheal/autoheal v0.3.0 revision 0617171abc (modified) go1.26.0\n"; r.err != nil || r.stdout != want {
 		t.Errorf("version = %q, %v; want %q", r.stdout, r.err, want)
+	}
+}
+
+// TestReadOnlyTPUCoversEveryMutation walks remediate.TPU: every method that
+// is not a known read must be overridden by readOnlyTPU (a method only
+// promoted from the nil TPU inside panics here), so a mutating call added to
+// the interface cannot slip through a read-only run.
+func TestReadOnlyTPUCoversEveryMutation(t *testing.T) {
+	reads := map[string]bool{"GetNode": true, "ListNodes": true, "WaitOperation": true, "GetQueuedResource": true}
+	typ := reflect.TypeOf((*remediate.TPU)(nil)).Elem()
+	ro := reflect.ValueOf(readOnlyTPU{})
+	for i := 0; i < typ.NumMethod(); i++ {
+		m := typ.Method(i)
+		if reads[m.Name] {
+			continue
+		}
+		func() {
+			defer func() {
+				if recover() != nil {
+					t.Errorf("remediate.TPU.%s is not a known read and readOnlyTPU does not refuse it: override it (or list it in reads)", m.Name)
+				}
+			}()
+			fn := ro.MethodByName(m.Name)
+			args := make([]reflect.Value, fn.Type().NumIn())
+			for j := range args {
+				args[j] = reflect.Zero(fn.Type().In(j))
+			}
+			args[0] = reflect.ValueOf(t.Context())
+			out := fn.Call(args)
+			if err, _ := out[len(out)-1].Interface().(error); !errors.Is(err, errReadOnly) {
+				t.Errorf("readOnlyTPU.%s = %v, want errReadOnly", m.Name, err)
+			}
+		}()
 	}
 }

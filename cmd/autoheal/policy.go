@@ -23,15 +23,15 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 	p := &policyFlags{cfg: d}
 	fs.StringVar(&p.selector, "label-selector", d.LabelKey+"="+d.LabelValue, "opt-in `label` key=value: nodes without it are never touched")
 	fs.BoolVar(&p.cfg.DryRun, "dry-run", d.DryRun, "decide and record, never mutate a node")
-	durationVar(fs, &p.cfg.UnhealthyGrace, "unhealthy-grace", d.UnhealthyGrace, "READY but unhealthy this long → recreate")
-	durationVar(fs, &p.cfg.StuckGrace, "stuck-grace", d.StuckGrace, "in a transitional state this long → recreate")
-	durationVar(fs, &p.cfg.Cooldown, "cooldown", d.Cooldown, "minimum time between two recreates of one node")
-	durationVar(fs, &p.cfg.Window, "window", d.Window, "window of --max-recreates")
+	durationVar(fs, &p.cfg.UnhealthyGrace, "unhealthy-grace", d.UnhealthyGrace, "READY but unhealthy this `long` → recreate")
+	durationVar(fs, &p.cfg.StuckGrace, "stuck-grace", d.StuckGrace, "in a transitional state this `long` → recreate")
+	durationVar(fs, &p.cfg.Cooldown, "cooldown", d.Cooldown, "minimum `time` between two recreates of one node")
+	durationVar(fs, &p.cfg.Window, "window", d.Window, "`window` of --max-recreates")
 	fs.IntVar(&p.cfg.MaxRecreates, "max-recreates", d.MaxRecreates, "recreates of one node within --window")
 	fs.IntVar(&p.cfg.MaxInFlight, "max-in-flight", d.MaxInFlight, "project-wide unfinished recoveries")
 	fs.IntVar(&p.cfg.MaxAttempts, "max-attempts", d.MaxAttempts, "attempts before a recovery failing permanently (not a stockout) is abandoned")
-	durationVar(fs, &p.cfg.Lease, "lease", d.Lease, "how long a recovery claim is held without renewal")
-	durationVar(fs, &p.cfg.EventTTL, "event-ttl", d.EventTTL, "how long processed event ids are remembered")
+	durationVar(fs, &p.cfg.Lease, "lease", d.Lease, "how `long` a recovery claim is held without renewal")
+	durationVar(fs, &p.cfg.EventTTL, "event-ttl", d.EventTTL, "how `long` processed event ids are remembered")
 	fs.StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on every recreated node, replacing its own (default: a node keeps its own, or gets the embedded resume-training.sh when it carries metadata autoheal-train-cmd)")
 	return p
 }

@@ -40,7 +40,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	port := fs.Int("port", defaultPort(), "`port` to listen on ($PORT when set)")
 	host := fs.String("host", "127.0.0.1", "`address` to listen on (\"\" for every interface)")
 	var drain time.Duration
-	durationVar(fs, &drain, "drain", 30*time.Second, "on SIGINT/SIGTERM, wait this long for requests in flight")
+	durationVar(fs, &drain, "drain", 30*time.Second, "on SIGINT/SIGTERM, wait this `long` for requests in flight")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&projects, "projects", "`projects` to sweep (comma-separated, repeatable)")
 	fs.Var(&zones, "zones", "`zones` to list nodes in (comma-separated, repeatable)")
 	var budget time.Duration
-	durationVar(fs, &budget, "budget", 4*time.Minute, "stop listing after this long")
+	durationVar(fs, &budget, "budget", 4*time.Minute, "stop listing after this `long`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -43,9 +43,9 @@ type targetFlags struct {
 
 func addTargetFlags(fs *flag.FlagSet) *targetFlags {
 	t := &targetFlags{}
-	fs.StringVar(&t.fleet, "fleet", "", "act on a simulated TPU control plane seeded from this fleet `file` (a JSON array of TPU v2 nodes, concatenated `gcloud ... tpu-vm describe --format=json` outputs, or {\"nodes\":[...],\"queuedResources\":[...]}); without it the real TPU API is read, and changed only with --apply")
+	fs.StringVar(&t.fleet, "fleet", "", "act on a simulated TPU control plane seeded from this fleet `file` (a JSON array of TPU v2 nodes, concatenated \"gcloud ... tpu-vm describe --format=json\" outputs, or {\"nodes\":[...],\"queuedResources\":[...]}); without it the real TPU API is read, and changed only with --apply")
 	fs.StringVar(&t.fleetOut, "fleet-out", "", "write the simulated fleet to this `file` after the run (needs --fleet)")
-	fs.StringVar(&t.endpoint, "tpu-endpoint", os.Getenv("AUTOHEAL_TPU_ENDPOINT"), "talk to the TPU v2 API at this `URL` (such as autoheal simulate's) instead of Google's; read-only unless --apply (default $AUTOHEAL_TPU_ENDPOINT)")
+	fs.StringVar(&t.endpoint, "tpu-endpoint", os.Getenv("AUTOHEAL_TPU_ENDPOINT"), "talk to the TPU v2 API at this `URL` (such as autoheal simulate's) instead of Google's; read-only unless --apply ($AUTOHEAL_TPU_ENDPOINT when set)")
 	fs.BoolVar(&t.apply, "apply", false, "without --fleet: really delete and recreate nodes through the TPU API (default: decide and record only)")
 	return t
 }
