@@ -124,11 +124,78 @@ var nodeFields = map[string]string{
 	"ServerResponse":         plumbing,
 }
 
-// notInV2 lists the fields of the v2alpha1 Node that v2 lacks. Recreate
-// speaks v2 (the client decodes a node into the v2 type), so it cannot carry
-// them: a node that relies on one comes back without it.
+// notInV2 lists the fields of the v2alpha1 Node, nested ones included, that
+// v2 lacks. Recreate speaks v2 (the client decodes a node into the v2 type),
+// so it cannot carry them: a node that relies on one comes back without it.
 var notInV2 = map[string]string{
-	"AutocheckpointEnabled": "not in v2, cannot be carried (v2alpha1 only: a recreated node comes back without autocheckpoint)",
+	"AutocheckpointEnabled":                    "not in v2, cannot be carried: a recreated node comes back without autocheckpoint",
+	"BootDiskConfig.DiskSizeGb":                "not in v2, cannot be carried: the boot disk comes back at the default size",
+	"BootDiskConfig.EnableConfidentialCompute": "not in v2, cannot be carried: the boot disk comes back without confidential compute",
+	"BootDiskConfig.ProvisionedIops":           "not in v2, cannot be carried",
+	"BootDiskConfig.ProvisionedThroughput":     "not in v2, cannot be carried",
+	"BootDiskConfig.SourceImage":               "not in v2, cannot be carried: the runtime version's image is used",
+	"BootDiskConfig.StoragePool":               "not in v2, cannot be carried",
+	"DataDisks.WorkerIds":                      "not in v2, cannot be carried: each data disk comes back on every worker",
+	"SchedulingConfig.ProvisioningModel":       "not in v2, cannot be carried (v2 has spot, preemptible, reserved)",
+	"SchedulingConfig.ReservationName":         "not in v2, cannot be carried: a node on a named reservation comes back on any matching one",
+	"SchedulingConfig.TerminationTimestamp":    "not in v2, cannot be carried",
+}
+
+// alphaOnly returns the paths (Field.Sub) of the fields of alpha, nested
+// ones included, that v2 lacks.
+func alphaOnly(alpha, v2 reflect.Type, path string) []string {
+	for alpha.Kind() == reflect.Ptr || alpha.Kind() == reflect.Slice {
+		alpha = alpha.Elem()
+	}
+	for v2.Kind() == reflect.Ptr || v2.Kind() == reflect.Slice {
+		v2 = v2.Elem()
+	}
+	if alpha.Kind() != reflect.Struct || v2.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := 0; i < alpha.NumField(); i++ {
+		f := alpha.Field(i)
+		name := f.Name
+		if path != "" {
+			name = path + "." + f.Name
+		}
+		g, ok := v2.FieldByName(f.Name)
+		if !ok {
+			out = append(out, name)
+			continue
+		}
+		out = append(out, alphaOnly(f.Type, g.Type, name)...)
+	}
+	return out
+}
+
+// setPath fills the field at path (Field.Sub) of v, allocating what leads
+// to it, and returns its JSON name.
+func setPath(v reflect.Value, path []string) string {
+	for {
+		switch v.Kind() {
+		case reflect.Ptr:
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+			continue
+		case reflect.Slice:
+			if v.Len() == 0 {
+				v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+			}
+			v = v.Index(0)
+			continue
+		}
+		f, _ := v.Type().FieldByName(path[0])
+		fv := v.FieldByName(path[0])
+		if len(path) == 1 {
+			fill(fv, path[0])
+			return strings.Split(f.Tag.Get("json"), ",")[0]
+		}
+		v, path = fv, path[1:]
+	}
 }
 
 // fill sets every field reachable from v to a non-zero value derived from
@@ -230,34 +297,29 @@ func TestEveryNodeFieldIsCarriedOrListed(t *testing.T) {
 	}
 }
 
-// TestV2Alpha1FieldsMissingFromV2AreListed walks the v2alpha1 Node: every
-// field v2 has is covered by the v2 walk; every field v2 lacks must be in
-// notInV2, and is shown to be lost when such a node is read through v2.
+// TestV2Alpha1FieldsMissingFromV2AreListed walks the v2alpha1 Node, nested
+// fields included: every field v2 also has is covered by the v2 walk; every
+// field v2 lacks must be in notInV2, and is shown to be lost when such a
+// node is read through v2 and recreated.
 func TestV2Alpha1FieldsMissingFromV2AreListed(t *testing.T) {
-	v2 := map[string]bool{}
-	for i, typ := 0, reflect.TypeOf(tpu.Node{}); i < typ.NumField(); i++ {
-		v2[typ.Field(i).Name] = true
-	}
-	typ := reflect.TypeOf(tpualpha.Node{})
+	only := alphaOnly(reflect.TypeOf(tpualpha.Node{}), reflect.TypeOf(tpu.Node{}), "")
 	seen := map[string]bool{}
-	for i := 0; i < typ.NumField(); i++ {
-		f := typ.Field(i)
-		seen[f.Name] = true
-		if v2[f.Name] {
-			continue
-		}
-		why, ok := notInV2[f.Name]
+	for _, path := range only {
+		seen[path] = true
+		why, ok := notInV2[path]
 		if !ok {
-			t.Errorf("v2alpha1 Node field %s is not in v2: list it in notInV2 (recreate cannot carry it)", f.Name)
+			t.Errorf("v2alpha1 Node field %s is not in v2: list it in notInV2 (recreate cannot carry it)", path)
 			continue
 		}
-		// Show it: a v2alpha1 node with the field set, read as v2, loses it.
 		var n tpualpha.Node
 		n.Name = "projects/p/locations/z/nodes/n"
-		fill(reflect.ValueOf(&n).Elem().Field(i), f.Name)
+		tag := setPath(reflect.ValueOf(&n).Elem(), strings.Split(path, "."))
 		b, err := json.Marshal(&n)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"`+tag+`"`) {
+			t.Fatalf("%s: test did not set it: %s", path, b)
 		}
 		var asV2 tpu.Node
 		if err := json.Unmarshal(b, &asV2); err != nil {
@@ -265,16 +327,13 @@ func TestV2Alpha1FieldsMissingFromV2AreListed(t *testing.T) {
 		}
 		body, _ := createSpec(CleanSpec(&asV2), 1, Config{})
 		out, _ := json.Marshal(body)
-		tag := strings.Split(f.Tag.Get("json"), ",")[0]
 		if strings.Contains(string(out), `"`+tag+`"`) {
-			t.Errorf("%s is listed as %q, but the create body carries it: %s", f.Name, why, out)
+			t.Errorf("%s is listed as %q, but the create body carries it: %s", path, why, out)
 		}
 	}
-	for name := range notInV2 {
-		if !seen[name] {
-			t.Errorf("notInV2 lists %s, which v2alpha1 no longer has", name)
-		} else if v2[name] {
-			t.Errorf("notInV2 lists %s, but v2 has it now: carry it and list it in nodeFields", name)
+	for path := range notInV2 {
+		if !seen[path] {
+			t.Errorf("notInV2 lists %s, which is no longer a v2alpha1-only field: if v2 has it now, carry it", path)
 		}
 	}
 }
