@@ -20,6 +20,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+	"github.com/tpu-autoheal/autoheal/startup"
 )
 
 // incidentEntries returns the valid JSON objects of the bundled incident, in
@@ -476,5 +477,50 @@ func TestReadOnlyTPUCoversEveryMutation(t *testing.T) {
 				t.Errorf("readOnlyTPU.%s = %v, want errReadOnly", m.Name, err)
 			}
 		}()
+	}
+}
+
+// TestNodesOwnStartupScriptIsKept is issue #12's first report, end to end: a
+// node whose only metadata is its own startup-script comes back with it,
+// without the resume script and without a warning; the same node carrying
+// autoheal-train-cmd gets the resume script.
+func TestNodesOwnStartupScriptIsKept(t *testing.T) {
+	const own = "sudo -u alice /home/alice/start_training.sh"
+	for _, tt := range []struct {
+		name     string
+		metadata map[string]string
+		want     string
+		warned   bool
+	}{
+		{"own script only: kept", map[string]string{"startup-script": own}, own, false},
+		{"opted into the resume script: replaced, with a warning", map[string]string{"startup-script": own, "autoheal-train-cmd": "python3 train.py"}, startup.Script, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fleet := filepath.Join(dir, "fleet.json")
+			node := map[string]any{
+				"name": podNode, "acceleratorType": "v4-128", "runtimeVersion": "tpu-ubuntu2204-base",
+				"state": "TERMINATED", "labels": map[string]string{"tpu-autoheal": "enabled"}, "metadata": tt.metadata,
+			}
+			b, _ := json.Marshal(node)
+			if err := os.WriteFile(fleet, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "after.json")
+			r := runCLI(t, nil, "replay", "--fleet", fleet, "--fleet-out", out, "--format", "json", "--clock", "event", "../../testdata/entries/terminate-maintenance.json")
+			if r.err != nil {
+				t.Fatalf("replay: %v\n%s", r.err, r.stderr)
+			}
+			lines := parseLines(t, r.stdout)
+			if len(lines) != 1 || lines[0].Action != string(remediate.ActionRecreate) {
+				t.Fatalf("lines = %+v, want one recreate", lines)
+			}
+			if got := readFleet(t, out)[podNode].Metadata["startup-script"]; got != tt.want {
+				t.Errorf("startup-script after the recreate = %.60q, want %.60q", got, tt.want)
+			}
+			if got := len(lines[0].Warnings) > 0; got != tt.warned {
+				t.Errorf("warnings %q, want some: %v", lines[0].Warnings, tt.warned)
+			}
+		})
 	}
 }
