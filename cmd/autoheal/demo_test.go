@@ -37,7 +37,7 @@ func TestDemoDecidesLikeReplayAndShowsTheFleetAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(want), r.stdout); diff != "" {
+	if diff := cmp.Diff(string(want), comparableJSON(t, r.stdout)); diff != "" {
 		t.Errorf("demo --format json differs from the replay golden file (-want +got):\n%s", diff)
 	}
 

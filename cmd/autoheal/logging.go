@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +33,8 @@ func addLoggingFlags(fs *flag.FlagSet) *loggingFlags {
 	fs.BoolVar(&l.enabled, "from-logging", false, "read the entries from Cloud Logging (Application Default Credentials) instead of files")
 	fs.StringVar(&l.project, "project", "", "with --from-logging: the `project` whose logs are read")
 	fs.StringVar(&l.filter, "filter", events.SinkFilter, "with --from-logging: the Cloud Logging `filter`; the default is the log sink's")
-	fs.StringVar(&l.since, "since", "24h", "with --from-logging: oldest entry, an RFC 3339 `time` or a duration ago (e.g. 6h)")
-	fs.StringVar(&l.until, "until", "", "with --from-logging: newest entry, an RFC 3339 `time` or a duration ago (default: now)")
+	fs.StringVar(&l.since, "since", "24h", "with --from-logging: oldest entry, a `time`: RFC 3339, a date (2026-11-30), a duration ago (6h) or days ago (7d)")
+	fs.StringVar(&l.until, "until", "", "with --from-logging: newest entry, a `time` as for --since (default: now)")
 	return l
 }
 
@@ -54,14 +55,24 @@ func (l *loggingFlags) window(now time.Time) (since, until time.Time, err error)
 	return since, until, nil
 }
 
-// parseWhen reads an RFC 3339 time or a duration before now.
+// parseWhen reads a time: RFC 3339 (2026-11-20T03:00:00Z), a date
+// (2026-11-30, midnight UTC), a Go duration before now (6h, 90m) or whole
+// days before now (7d).
 func parseWhen(flagName, s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return time.Time{}, usagef("--%s %q: want an RFC 3339 time (2026-11-20T03:00:00Z) or a duration ago (6h)", flagName, s)
+		return time.Time{}, usagef("--%s %q: want an RFC 3339 time (2026-11-20T03:00:00Z), a date (2026-11-30), a duration ago (6h) or days ago (7d)", flagName, s)
 	}
 	return now.Add(-d), nil
 }
@@ -141,14 +152,22 @@ type loggingSource struct {
 	done bool
 }
 
-func (s *loggingSource) Next() (string, events.Item, error) {
+func (s *loggingSource) Next() (sourced, error) {
 	it, err := s.r.Next()
 	if err != nil && !s.done {
 		s.done = true
 		s.p.done()
 	}
-	return s.name, it, err
+	out := sourced{Item: it, name: s.name}
+	if err == nil && it.Err != nil {
+		out.at = fmt.Sprintf("%s entry %d", s.name, it.Index+1)
+	}
+	return out, err
 }
+
+// Order: the Logging API is read oldest first (order_by timestamp asc).
+func (s *loggingSource) Order() string      { return "oldest first (Cloud Logging is read in time order)" }
+func (s *loggingSource) Warnings() []string { return nil }
 
 func (s *loggingSource) Close() error {
 	s.rc.Close()

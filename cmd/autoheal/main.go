@@ -22,7 +22,19 @@ const (
 	exitOK    = 0
 	exitError = 1 // the command ran and failed
 	exitUsage = 2 // bad flags or arguments; nothing was read or done
+
+	exitNoEntries = 3 // replay: the input has bytes, but not one entry could be read
+	exitRejects   = 4 // replay --strict: some entry was rejected
 )
+
+// exitStatus is an outcome that is not a failure to run but has its own
+// exit status (replay's 3 and 4).
+type exitStatus struct {
+	code int
+	msg  string
+}
+
+func (e *exitStatus) Error() string { return e.msg }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -40,6 +52,10 @@ func exitCode(err error, stderr io.Writer) int {
 	var u *usageError
 	if errors.As(err, &u) {
 		return exitUsage
+	}
+	var st *exitStatus
+	if errors.As(err, &st) {
+		return st.code
 	}
 	return exitError
 }

@@ -23,16 +23,16 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 	p := &policyFlags{cfg: d}
 	fs.StringVar(&p.selector, "label-selector", d.LabelKey+"="+d.LabelValue, "opt-in `label` key=value: nodes without it are never touched")
 	fs.BoolVar(&p.cfg.DryRun, "dry-run", d.DryRun, "decide and record, never mutate a node")
-	fs.DurationVar(&p.cfg.UnhealthyGrace, "unhealthy-grace", d.UnhealthyGrace, "READY but unhealthy this long → recreate")
-	fs.DurationVar(&p.cfg.StuckGrace, "stuck-grace", d.StuckGrace, "in a transitional state this long → recreate")
-	fs.DurationVar(&p.cfg.Cooldown, "cooldown", d.Cooldown, "minimum time between two recreates of one node")
-	fs.DurationVar(&p.cfg.Window, "window", d.Window, "window of --max-recreates")
+	durationVar(fs, &p.cfg.UnhealthyGrace, "unhealthy-grace", d.UnhealthyGrace, "READY but unhealthy this `long` → recreate")
+	durationVar(fs, &p.cfg.StuckGrace, "stuck-grace", d.StuckGrace, "in a transitional state this `long` → recreate")
+	durationVar(fs, &p.cfg.Cooldown, "cooldown", d.Cooldown, "minimum `time` between two recreates of one node")
+	durationVar(fs, &p.cfg.Window, "window", d.Window, "`window` of --max-recreates")
 	fs.IntVar(&p.cfg.MaxRecreates, "max-recreates", d.MaxRecreates, "recreates of one node within --window")
 	fs.IntVar(&p.cfg.MaxInFlight, "max-in-flight", d.MaxInFlight, "project-wide unfinished recoveries")
 	fs.IntVar(&p.cfg.MaxAttempts, "max-attempts", d.MaxAttempts, "attempts before a recovery failing permanently (not a stockout) is abandoned")
-	fs.DurationVar(&p.cfg.Lease, "lease", d.Lease, "how long a recovery claim is held without renewal")
-	fs.DurationVar(&p.cfg.EventTTL, "event-ttl", d.EventTTL, "how long processed event ids are remembered")
-	fs.StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on recreated nodes (default: the embedded startup/resume-training.sh)")
+	durationVar(fs, &p.cfg.Lease, "lease", d.Lease, "how `long` a recovery claim is held without renewal")
+	durationVar(fs, &p.cfg.EventTTL, "event-ttl", d.EventTTL, "how `long` processed event ids are remembered")
+	fs.StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on every recreated node, replacing its own (default: a node keeps its own, or gets the embedded resume-training.sh when it carries metadata autoheal-train-cmd)")
 	return p
 }
 
@@ -68,7 +68,11 @@ func (p *policyFlags) config() (remediate.Config, error) {
 	if cfg.MaxInFlight < 1 {
 		return cfg, usagef("--max-in-flight %d: must be at least 1", cfg.MaxInFlight)
 	}
-	cfg.StartupScript = startup.Script
+	// The policy (remediate.StartupScriptFor): a script given here
+	// replaces every node's own; else a node carrying autoheal-train-cmd
+	// gets the embedded resume script; else it keeps its own.
+	cfg.ResumeScript = startup.Script
+	cfg.ResumeKeys = []string{startup.MetadataTrainCmd}
 	if p.startupScript != "" {
 		b, err := os.ReadFile(p.startupScript)
 		if err != nil {

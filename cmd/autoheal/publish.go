@@ -66,16 +66,20 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		results = append(results, pub.Publish(ctx, &pubsub.Message{Data: []byte(events.SweepMessage)}))
 	} else {
 		for {
-			name, it, err := src.Next()
+			it, err := src.Next()
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
-				return fmt.Errorf("read %s: %w", name, err)
+				return fmt.Errorf("read %s: %w", it.name, err)
 			}
-			msg, warn := messageOf(it)
+			msg, warn := messageOf(it.Item)
 			if warn != "" {
-				fmt.Fprintf(stderr, "%s entry %d: %s\n", name, it.Index+1, warn)
+				at := it.at
+				if at == "" {
+					at = fmt.Sprintf("%s entry %d", it.name, it.Index+1)
+				}
+				fmt.Fprintf(stderr, "%s: %s\n", at, warn)
 			}
 			if msg == nil {
 				continue
@@ -94,9 +98,9 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stdout, id)
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d messages not published to %s", failed, len(results), *topic)
+		return fmt.Errorf("%d of %s not published to %s", failed, plural(len(results), "message", "messages"), *topic)
 	}
-	fmt.Fprintf(stderr, "published %d messages to %s\n", len(results), *topic)
+	fmt.Fprintf(stderr, "published %s to %s\n", plural(len(results), "message", "messages"), *topic)
 	return nil
 }
 
@@ -117,4 +121,12 @@ func messageOf(it events.Item) (*pubsub.Message, string) {
 		warn = fmt.Sprintf("published, but the function will reject it (%s): %v", rejectCode(it.Err), it.Err)
 	}
 	return &pubsub.Message{Data: data, Attributes: attrs}, warn
+}
+
+// plural is "1 message", "2 messages".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -21,19 +25,28 @@ const replayHelp = `Usage: autoheal replay [flags] FILE... | -
 
 Feeds TPU audit log entries through exactly the code the Cloud Function runs
 (parse, observe the node through the TPU API, decide, act, record) and prints
-one line per entry, in input order.
+one line per entry, in the order they were decided.
 
 Input: files, or - for stdin, in any form the function accepts: gcloud
 logging read --format=json output (a JSON array), JSON Lines, a single entry,
 Pub/Sub push bodies, CloudEvents. A malformed entry is printed with action
-reject and the run goes on; --from-logging reads the entries straight from
-Cloud Logging instead.
+reject and where it was (FILE:LINE) and the run goes on; --from-logging reads
+the entries straight from Cloud Logging instead (oldest first).
 
-Control plane: --fleet FILE runs against a simulated TPU API seeded from a
-fleet file (no credentials needed); --fleet-out FILE writes the fleet after
-the run. Without --fleet the real TPU API is used with Application Default
-Credentials: add --dry-run to decide without mutating anything. The ledger
-(dedupe, claims, spec snapshots) is always in memory, fresh for each run.
+Order: entries are decided in time order, oldest first, as they happened.
+gcloud logging read prints newest first: such an export is detected and
+decided oldest first (the input is indexed by byte offset and read back, so
+memory stays small; stdin is first copied to a temporary file). --order says
+what the input is instead: asc (decide as given, streaming), desc (decide in
+reverse), input (decide exactly as given). The text summary says which order
+was used.
+
+Control plane: --fleet FILE acts on a simulated TPU API seeded from a fleet
+file (no credentials needed); --fleet-out FILE writes the fleet after the run.
+Without --fleet the real TPU API (or the one at --tpu-endpoint) is only READ:
+entries are decided and recorded, nothing is deleted or created, unless
+--apply is given. The ledger (dedupe, claims, spec snapshots) is in memory,
+fresh for each run.
 
 Clock: decisions depend on "now" (grace periods, cooldowns, caps).
 --clock=wall (default) decides every entry at the current time, as the
@@ -41,13 +54,19 @@ function would if the entries arrived now; --clock=event decides each entry
 at its own timestamp, as the function decided (or should have) during the
 incident. Unlike the function, replay never drops entries for being old.
 
-Output: --format text prints an aligned table and a summary (entries read,
-actions by kind, rejects by reason code); --format json prints one object per
-entry: {"insertId","time","node","worker","method","cause","action","reason"}.
-An entry that still fails transiently after the handler's retries is printed
-with action "error" and the command exits 1. Exit status 0 means every entry was processed
-(rejects included); 2 means bad flags or unreadable files, before any input
-was read.
+Output: --format text prints a row per entry (120 columns; node as
+zone/name, long reasons cut), warnings under it, and a summary (entries read,
+actions by kind, rejects by reason code, order, read-only); --format json
+prints one object per entry, whole: {"insertId","time","node","worker",
+"method","cause","action","reason","warnings","dryRun","at",
+"durationSeconds"}.
+
+Exit status: 0 every entry was processed (rejects included; also an input
+with no entries, such as []); 1 an entry still failed transiently after the
+handler's retries (printed with action "error"): replay it again; 2 bad flags
+or unreadable files, before any input was read; 3 the input has bytes but not
+one entry could be read from it (garbage, binary); 4 with --strict, some
+entry was rejected.
 
 Flags:
 `
@@ -64,6 +83,8 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	policy := addPolicyFlags(fs)
 	format := fs.String("format", "text", "output `format`: text or json")
 	clock := fs.String("clock", "wall", "decide at the `wall` clock or at each entry's own timestamp (event)")
+	order := fs.String("order", "auto", "what order the input is in: `auto` (detect; decide oldest first), asc, desc or input (decide as given)")
+	strict := fs.Bool("strict", false, "exit 4 when any entry was rejected")
 	var projects listFlag
 	fs.Var(&projects, "projects", "allow-list of `projects` (comma-separated, repeatable); entries for others are rejected; empty allows all")
 	records := fs.String("records", "", "also write the full decision records, as the function logs them, to this `file` (- for stderr)")
@@ -79,8 +100,19 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *clock != "wall" && *clock != "event" {
 		return usagef("--clock %q: want wall or event", *clock)
 	}
+	switch *order {
+	case "auto", "asc", "desc", "input":
+	default:
+		return usagef("--order %q: want auto, asc, desc or input", *order)
+	}
 	cfg, err := policy.config()
 	if err != nil {
+		return err
+	}
+	if setup != nil {
+		setup(target)
+	}
+	if err := target.check(policy); err != nil {
 		return err
 	}
 	if !logging.enabled {
@@ -91,8 +123,12 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 				stray = append(stray, "--"+f.Name)
 			}
 		})
-		if len(stray) > 0 {
-			return usagef("%s only apply to --from-logging", strings.Join(stray, ", "))
+		switch len(stray) {
+		case 0:
+		case 1:
+			return usagef("%s applies only to --from-logging", stray[0])
+		default:
+			return usagef("%s apply only to --from-logging", strings.Join(stray, ", "))
 		}
 	}
 	opts := events.Options{AllowedProjects: projects}
@@ -101,26 +137,42 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		if fs.NArg() > 0 {
 			return usagef("--from-logging reads Cloud Logging: give no FILE arguments (got %q)", fs.Args())
 		}
+		if *order == "desc" {
+			return usagef("--order desc: Cloud Logging is read oldest first")
+		}
 		if src, err = logging.open(ctx, opts, stderr); err != nil {
 			return err
 		}
 	} else {
-		if src, err = openInputs(fs.Args(), stdin, opts); err != nil {
+		in, err := openInputs(fs.Args(), stdin, opts)
+		if err != nil {
 			return err
 		}
+		src = in
+		in.checkAscending = *order == "asc"
 	}
-	defer src.Close()
+	defer func() { src.Close() }()
 	rec, closeRecords, err := openRecords(*records, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeRecords()
-	if setup != nil {
-		setup(target)
-	}
 	tg, err := target.open(ctx)
 	if err != nil {
 		return err
+	}
+	// Only now, with every flag and file checked, is the input read: to
+	// index it when it is to be decided in time order.
+	if in, ok := src.(*fileSource); ok && (*order == "auto" || *order == "desc") {
+		ordered, err := newOrderedSource(in, *order == "desc")
+		if err != nil {
+			tg.close()
+			return err
+		}
+		src = ordered
+	}
+	if tg.readOnly {
+		cfg.DryRun = true
 	}
 
 	var now time.Time // the current entry's time, for --clock=event
@@ -144,70 +196,133 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Now:      clockFn,
 	}
 
-	p := newPrinter(*format, stdout)
-	runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t })
-	if err := p.finish(); err != nil && runErr == nil {
+	p := newPrinter(*format, stdout, "entries read")
+	st, runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t })
+	notes := []string{"order: " + src.Order()}
+	if tg.readOnly {
+		notes = append(notes, "read-only: decided and recorded, nothing was changed (add --apply to act on the TPU API)")
+	}
+	if st.total == 0 {
+		notes = append(notes, "no entries in the input")
+	}
+	if err := p.finish(notes...); err != nil && runErr == nil {
 		runErr = fmt.Errorf("write output: %w", err)
+	}
+	for _, w := range src.Warnings() {
+		fmt.Fprintf(stderr, "autoheal replay: %s\n", w)
 	}
 	if err := tg.finish(); err != nil && runErr == nil {
 		runErr = err
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	if st.total > 0 && st.unreadable == st.total {
+		return &exitStatus{code: exitNoEntries, msg: fmt.Sprintf("not one entry could be read from the input: all %d elements are malformed (see the reject lines)", st.total)}
+	}
+	if *strict && st.rejected > 0 {
+		return &exitStatus{code: exitRejects, msg: fmt.Sprintf("--strict: %d of %d entries rejected", st.rejected, st.total)}
+	}
+	return nil
 }
 
-// replayAll handles every entry of src in order and prints its line.
-func replayAll(ctx context.Context, h *remediate.Handler, src source, p printer, setNow func(time.Time)) error {
-	var total, failed int
+// replayStats counts what replayAll did.
+type replayStats struct{ total, rejected, unreadable, failed int }
+
+// unreadable reports whether a reject says the bytes are not an entry at
+// all (as opposed to an entry replay does not act on: another method,
+// service or project).
+func unreadable(err error) bool {
+	switch rejectCode(err) {
+	case events.CodeMalformedJSON, events.CodeNotObject, events.CodeWrongType, events.CodeTooLarge,
+		events.CodeBadEnvelope, events.CodeEmptyMessage, "other":
+		return true
+	}
+	return false
+}
+
+// replayAll handles every entry of src in its order and prints its line.
+func replayAll(ctx context.Context, h *remediate.Handler, src source, p printer, setNow func(time.Time)) (replayStats, error) {
+	var st replayStats
 	for {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("interrupted after %d entries: %w", total, err)
+			return st, fmt.Errorf("interrupted after %d entries: %w", st.total, err)
 		}
-		name, it, err := src.Next()
+		it, err := src.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("read %s: %w", name, err)
+			return st, fmt.Errorf("read %s: %w", it.name, err)
 		}
-		total++
+		st.total++
 		var l line
+		start := time.Now()
 		if it.Err != nil {
+			st.rejected++
+			if unreadable(it.Err) {
+				st.unreadable++
+			}
 			r := h.Reject(ctx, it.Data, it.Err)
 			l = lineOf(r, it.Event)
 			l.rejectCode = rejectCode(it.Err)
+			l.At = it.at
 		} else {
 			setNow(it.Event.Time)
 			r, err := h.Handle(ctx, it.Event) // retries transient failures itself (Handler.Backoff)
 			l = lineOf(r, it.Event)
 			if err != nil {
-				failed++
+				st.failed++
 				l.Action, l.Reason = actionError, fmt.Sprintf("not processed: %v", err)
 			}
 		}
+		l.DurationSeconds = time.Since(start).Seconds()
 		if err := p.print(l); err != nil {
-			return fmt.Errorf("write output: %w", err)
+			return st, fmt.Errorf("write output: %w", err)
 		}
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d entries not processed (transient failures, printed with action %s); replay them again", failed, total, actionError)
+	if st.failed > 0 {
+		return st, fmt.Errorf("%d of %d entries not processed (transient failures, printed with action %s); replay them again", st.failed, st.total, actionError)
 	}
-	return nil
+	return st, nil
 }
 
-// source yields entries in input order, with the name of the input each
-// came from (for error messages).
+// sourced is an item with where it came from.
+type sourced struct {
+	events.Item
+	name string // the input's name, for errors
+	at   string // FILE:LINE (or stdin:byte N) of a reject
+}
+
+// source yields entries in decision order.
 type source interface {
-	Next() (name string, it events.Item, err error)
+	Next() (sourced, error)
+	// Order says, for the summary, what order the entries were decided in.
+	Order() string
+	// Warnings are said on stderr after the run.
+	Warnings() []string
 	Close() error
 }
 
-// fileSource reads files and stdin one after another.
+// input is one FILE or stdin.
+type input struct {
+	name  string
+	r     io.Reader
+	file  *os.File // nil for stdin
+	lines *lineCounter
+}
+
+// fileSource reads files and stdin one after another, as given.
 type fileSource struct {
-	names   []string
-	readers []io.Reader
-	closers []io.Closer
-	opts    events.Options
-	cur     *events.Reader
+	inputs []*input
+	opts   events.Options
+	cur    *events.Reader
+	i      int
+
+	checkAscending bool // --order asc: warn when an entry is older than the one before
+	last           time.Time
+	backwards      int
+	temp           *os.File // stdin spooled by newOrderedSource
 }
 
 // openInputs opens every input up front so that an unreadable file is
@@ -225,7 +340,7 @@ func openInputs(args []string, stdin io.Reader, opts events.Options) (*fileSourc
 				return nil, usagef("- (stdin) given more than once")
 			}
 			sawStdin = true
-			s.names, s.readers = append(s.names, "stdin"), append(s.readers, stdin)
+			s.inputs = append(s.inputs, &input{name: "stdin", r: stdin})
 			continue
 		}
 		f, err := os.Open(a)
@@ -242,33 +357,270 @@ func openInputs(args []string, stdin io.Reader, opts events.Options) (*fileSourc
 			s.Close()
 			return nil, usagef("input: %v", err)
 		}
-		s.names, s.readers, s.closers = append(s.names, a), append(s.readers, f), append(s.closers, f)
+		s.inputs = append(s.inputs, &input{name: a, r: f, file: f, lines: &lineCounter{name: a}})
 	}
 	return s, nil
 }
 
-func (s *fileSource) Next() (string, events.Item, error) {
-	for len(s.readers) > 0 {
+func (s *fileSource) Next() (sourced, error) {
+	for s.i < len(s.inputs) {
+		in := s.inputs[s.i]
 		if s.cur == nil {
-			s.cur = events.NewReader(s.readers[0], s.opts)
+			s.cur = events.NewReader(in.r, s.opts)
 		}
 		it, err := s.cur.Next()
 		if errors.Is(err, io.EOF) {
-			s.names, s.readers, s.cur = s.names[1:], s.readers[1:], nil
+			s.i, s.cur = s.i+1, nil
 			continue
 		}
-		return s.names[0], it, err
+		out := sourced{Item: it, name: in.name}
+		if err == nil && it.Err != nil {
+			out.at = in.where(it.Offset)
+		}
+		if err == nil && it.Err == nil && s.checkAscending {
+			if t := it.Event.Time; !t.IsZero() {
+				if t.Before(s.last) {
+					s.backwards++
+				}
+				s.last = t
+			}
+		}
+		return out, err
 	}
-	return "", events.Item{}, io.EOF
+	return sourced{}, io.EOF
+}
+
+func (s *fileSource) Order() string {
+	if s.checkAscending {
+		if s.backwards > 0 {
+			return fmt.Sprintf("as given (--order asc), but %d entries were older than the one before them", s.backwards)
+		}
+		return "as given, oldest first (--order asc)"
+	}
+	return "as given (--order input)"
+}
+
+func (s *fileSource) Warnings() []string {
+	if s.checkAscending && s.backwards > 0 {
+		return []string{fmt.Sprintf("--order asc: %d entries were older than the one before them, so they were decided out of time order; use --order auto (the default) to sort", s.backwards)}
+	}
+	return nil
 }
 
 func (s *fileSource) Close() error {
-	for _, c := range s.closers {
-		c.Close()
+	for _, in := range s.inputs {
+		if in.file != nil {
+			in.file.Close()
+		}
+		in.lines.close()
 	}
-	s.closers = nil
+	if s.temp != nil {
+		s.temp.Close()
+		os.Remove(s.temp.Name())
+		s.temp = nil
+	}
 	return nil
 }
+
+// where names an element of the input at byte offset off: FILE:LINE for a
+// file, stdin:byte N for a stream.
+func (in *input) where(off int64) string {
+	if in.lines != nil {
+		if n, err := in.lines.lineAt(off); err == nil {
+			return fmt.Sprintf("%s:%d", in.name, n)
+		}
+	}
+	return fmt.Sprintf("%s:byte %d", in.name, off)
+}
+
+// lineCounter turns byte offsets, asked for in increasing order, into line
+// numbers, reading the file through its own handle (opened on first use, as
+// only rejects need it).
+type lineCounter struct {
+	name string
+	f    *os.File
+	br   *bufio.Reader
+	pos  int64
+	line int
+}
+
+func (c *lineCounter) lineAt(off int64) (int, error) {
+	if c.f == nil {
+		f, err := os.Open(c.name)
+		if err != nil {
+			return 0, err
+		}
+		c.f, c.br, c.line = f, bufio.NewReaderSize(f, 64<<10), 1
+	}
+	if off < c.pos {
+		// Asked out of order: count again from the start.
+		if _, err := c.f.Seek(0, io.SeekStart); err != nil {
+			return 0, err
+		}
+		c.br.Reset(c.f)
+		c.pos, c.line = 0, 1
+	}
+	for c.pos < off {
+		b, err := c.br.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		c.pos++
+		if b == '\n' {
+			c.line++
+		}
+	}
+	return c.line, nil
+}
+
+func (c *lineCounter) close() {
+	if c != nil && c.f != nil {
+		c.f.Close()
+	}
+}
+
+// orderedSource decides entries in time order. A first pass reads every
+// input and keeps, per element, only its place (input, byte offset, length)
+// and timestamp; the elements are then read back by offset in decision
+// order. So memory is one small entryRef per element (plus the message of
+// each reject), whatever the entries' size.
+type orderedSource struct {
+	fs      *fileSource
+	refs    []entryRef
+	rejects map[refKey]sourced // the rejects as first read, by place
+	next    int
+	buf     []byte
+	order   string
+}
+
+// refKey is an element's place: input number and byte offset.
+type refKey struct {
+	in  uint16
+	off int64
+}
+
+// entryRef is an element's place in the input and its time.
+type entryRef struct {
+	t   int64  // timestamp, Unix ns (an element without one takes its predecessor's)
+	off int64  // byte offset in the input
+	n   uint32 // length in bytes
+	in  uint16 // input number
+	rej bool   // a reject: see orderedSource.rejects
+}
+
+// newOrderedSource indexes the inputs of fs (stdin is first copied to a
+// temporary file, so that it can be read back). With reverse it decides the
+// entries in the reverse of their input order (--order desc); else in time
+// order: as given if they are ascending, reversed if they are descending,
+// sorted by timestamp (stably) otherwise.
+func newOrderedSource(fs *fileSource, reverse bool) (*orderedSource, error) {
+	if len(fs.inputs) > 1<<16 {
+		return nil, usagef("too many inputs (%d)", len(fs.inputs))
+	}
+	for _, in := range fs.inputs {
+		if in.file != nil {
+			continue
+		}
+		tmp, err := os.CreateTemp("", "autoheal-replay-stdin-*")
+		if err != nil {
+			return nil, fmt.Errorf("copy stdin to a temporary file (to decide it in time order; --order input streams it instead): %w", err)
+		}
+		fs.temp = tmp
+		if _, err := io.Copy(tmp, in.r); err != nil {
+			return nil, fmt.Errorf("copy stdin to %s: %w", tmp.Name(), err)
+		}
+		in.file, in.r, in.lines = tmp, nil, &lineCounter{name: tmp.Name()}
+	}
+	s := &orderedSource{fs: fs, rejects: map[refKey]sourced{}}
+	var last int64
+	asc, desc := true, true
+	seen := false
+	for i, in := range fs.inputs {
+		if _, err := in.file.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("read %s: %w", in.name, err)
+		}
+		r := events.NewReader(bufio.NewReaderSize(in.file, 64<<10), fs.opts)
+		for {
+			it, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", in.name, err)
+			}
+			ref := entryRef{t: last, off: it.Offset, n: uint32(len(it.Data)), in: uint16(i)}
+			if it.Err != nil {
+				// A reject is decided at its own time when it has one,
+				// else right after the entry before it.
+				if t := events.Peek(it.Data).Time; !t.IsZero() {
+					ref.t = t.UnixNano()
+				}
+				ref.rej = true
+				rj := sourced{Item: it, name: in.name, at: in.where(it.Offset)}
+				rj.Data = nil // read back by offset like the others
+				s.rejects[refKey{ref.in, ref.off}] = rj
+			} else if t := it.Event.Time; !t.IsZero() {
+				ref.t = t.UnixNano()
+				if seen {
+					asc = asc && ref.t >= last
+					desc = desc && ref.t <= last
+				}
+				seen, last = true, ref.t
+			}
+			s.refs = append(s.refs, ref)
+		}
+	}
+	switch {
+	case reverse:
+		slices.Reverse(s.refs)
+		s.order = "newest-first input decided in reverse, oldest first (--order desc)"
+	case asc:
+		s.order = "oldest first (the input was in time order)"
+	case desc:
+		slices.Reverse(s.refs)
+		s.order = "oldest first (the input was newest first, as gcloud logging read prints it: decided in reverse)"
+	default:
+		// Rejects keep their place after the entry that preceded them.
+		sort.SliceStable(s.refs, func(a, b int) bool { return s.refs[a].t < s.refs[b].t })
+		s.order = "oldest first (the input was out of time order: sorted by timestamp)"
+	}
+	if !s.fs.checkAscending && reverse && asc && !desc {
+		s.order += "; but the input was oldest first"
+	}
+	return s, nil
+}
+
+func (s *orderedSource) Next() (sourced, error) {
+	if s.next >= len(s.refs) {
+		return sourced{}, io.EOF
+	}
+	ref := s.refs[s.next]
+	s.next++
+	in := s.fs.inputs[ref.in]
+	if cap(s.buf) < int(ref.n) {
+		s.buf = make([]byte, ref.n)
+	}
+	data := s.buf[:ref.n]
+	if _, err := in.file.ReadAt(data, ref.off); err != nil && !(errors.Is(err, io.EOF) && ref.rej) {
+		return sourced{name: in.name}, fmt.Errorf("read back %d bytes at byte %d: %w", ref.n, ref.off, err)
+	}
+	data = bytes.Clone(data)
+	if ref.rej {
+		rj := s.rejects[refKey{ref.in, ref.off}]
+		rj.Data = data
+		return rj, nil
+	}
+	ev, err := events.Parse(data, s.fs.opts)
+	out := sourced{Item: events.Item{Offset: ref.off, Data: data, Event: ev, Err: err}, name: in.name}
+	if err != nil {
+		out.at = in.where(ref.off)
+	}
+	return out, nil
+}
+
+func (s *orderedSource) Order() string      { return s.order }
+func (s *orderedSource) Warnings() []string { return nil }
+func (s *orderedSource) Close() error       { return s.fs.Close() }
 
 // openRecords returns the recorder for --records: full records as the
 // function writes them with AUTOHEAL_RECORD_TO=stdout, or nothing.

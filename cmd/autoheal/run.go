@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 )
 
 const usageText = `autoheal: tpu-autoheal outside the Cloud Function
@@ -20,6 +22,7 @@ Usage:
   autoheal simulate --fleet FILE [--addr A] serve a simulated TPU API for serve to talk to
   autoheal publish --topic projects/P/topics/T FILE... | -   send entries to Pub/Sub
   autoheal publish --topic projects/P/topics/T --sweep       ask the function for a sweep
+  autoheal version                          print the module version and VCS revision
 
 Run "autoheal COMMAND -h" for a command's flags.
 Try it with no credentials at all:
@@ -60,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSimulate(ctx, rest, stdout, stderr)
 	case "publish":
 		return runPublish(ctx, rest, stdin, stdout, stderr)
+	case "version", "--version", "-version":
+		return runVersion(rest, stdout)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return nil
@@ -84,20 +89,66 @@ func newFlagSet(name, help string, w io.Writer) *flag.FlagSet {
 }
 
 // parseFlags parses args with fs, turning flag package errors into
-// usageErrors that name the command.
+// usageErrors that name the command. Flags may come after the arguments
+// (autoheal replay FILE --format json), as users type them; "--" ends the
+// flags, so a file whose name starts with "-" can be given after it.
+// fs.Args() is then every argument, in order.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	usage := fs.Usage
 	fs.Usage = func() {}
-	err := fs.Parse(args)
-	fs.Usage = usage
-	if errors.Is(err, flag.ErrHelp) {
-		usage()
-		return errHelp
+	defer func() { fs.Usage = usage }()
+	var positional []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+			return errHelp
+		}
+		if err != nil {
+			return usagef("%s: %v (see autoheal %s -h)", fs.Name(), err, fs.Name())
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
+	// Leave the arguments where fs.Args() finds them.
+	return fs.Parse(append([]string{"--"}, positional...))
+}
+
+// durationFlag is a time.Duration flag whose error says what is wanted: the
+// flag package's own says only "parse error".
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
 	if err != nil {
-		return usagef("%s: %v (see autoheal %s -h)", fs.Name(), err, fs.Name())
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("want a duration such as 30m: a number needs a unit (s, m or h)")
+		}
+		return fmt.Errorf("want a duration such as 30m, 90s or 1h30m")
 	}
+	*f.d = d
 	return nil
+}
+
+// durationVar defines a duration flag with durationFlag's errors.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p}, name, usage)
 }
 
 // listFlag is a comma-separated, repeatable list flag.

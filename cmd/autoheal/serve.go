@@ -37,9 +37,10 @@ Flags:
 
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("serve", serveHelp, stderr)
-	port := fs.Int("port", defaultPort(), "`port` to listen on (default $PORT, else 8080)")
+	port := fs.Int("port", defaultPort(), "`port` to listen on ($PORT when set)")
 	host := fs.String("host", "127.0.0.1", "`address` to listen on (\"\" for every interface)")
-	drain := fs.Duration("drain", 30*time.Second, "on SIGINT/SIGTERM, wait this long for requests in flight")
+	var drain time.Duration
+	durationVar(fs, &drain, "drain", 30*time.Second, "on SIGINT/SIGTERM, wait this `long` for requests in flight")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -86,8 +87,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	fmt.Fprintf(stderr, "autoheal serve: shutting down, waiting up to %v for requests in flight\n", *drain)
-	sctx, cancel := context.WithTimeout(context.Background(), *drain)
+	fmt.Fprintf(stderr, "autoheal serve: shutting down, waiting up to %v for requests in flight\n", drain)
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("serve: shutdown: %w", err)

@@ -20,7 +20,9 @@ Flags:
 
 func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("simulate", simulateHelp, stderr)
-	tf := addTargetFlags(fs)
+	tf := &targetFlags{}
+	fs.StringVar(&tf.fleet, "fleet", "", "fleet `file` to serve (required): a JSON array of TPU v2 nodes, concatenated \"gcloud ... tpu-vm describe --format=json\" outputs, or {\"nodes\":[...],\"queuedResources\":[...]}")
+	fs.StringVar(&tf.fleetOut, "fleet-out", "", "on exit, write the fleet as it then is to this `file`")
 	addr := fs.String("addr", "127.0.0.1:8471", "`address` to serve the simulated TPU API on")
 	if err := parseFlags(fs, args); err != nil {
 		return err

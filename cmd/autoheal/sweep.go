@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	tpu "google.golang.org/api/tpu/v2"
+
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
@@ -17,10 +19,13 @@ const sweepHelp = `Usage: autoheal sweep [flags] --projects P --zones Z
 Runs the function's sweep once: lists the opted-in nodes of the projects in
 the zones, and decides and acts on each as on an event (the ledger is in
 memory, so there are no unfinished recoveries or deferrals to resume). Prints
-one line per swept node, like replay.
+one line per swept node, healthy ones included, like replay, and a summary
+that counts nodes and says which locations could not be listed.
 
-Without --fleet it talks to the real TPU API with Application Default
-Credentials: add --dry-run to see what it would do.
+Without --fleet it reads the real TPU API (Application Default Credentials)
+or the one at --tpu-endpoint, and changes nothing: nodes are decided and
+recorded only, unless --apply is given. With --fleet it acts on the
+simulated fleet.
 
 Flags:
 `
@@ -33,7 +38,8 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var projects, zones listFlag
 	fs.Var(&projects, "projects", "`projects` to sweep (comma-separated, repeatable)")
 	fs.Var(&zones, "zones", "`zones` to list nodes in (comma-separated, repeatable)")
-	budget := fs.Duration("budget", 4*time.Minute, "stop listing after this long")
+	var budget time.Duration
+	durationVar(fs, &budget, "budget", 4*time.Minute, "stop listing after this `long`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -49,32 +55,44 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(zones) == 0 {
 		return usagef("--zones is required")
 	}
-	if err := checkPositive("budget", *budget); err != nil {
+	if err := checkPositive("budget", budget); err != nil {
 		return err
 	}
 	cfg, err := policy.config()
 	if err != nil {
 		return err
 	}
+	if err := target.check(policy); err != nil {
+		return err
+	}
 	tg, err := target.open(ctx)
 	if err != nil {
 		return err
 	}
+	if tg.readOnly {
+		cfg.DryRun = true
+	}
+	listed := &listingTPU{TPU: tg.tpu}
 	h := &remediate.Handler{
-		TPU:      tg.tpu,
+		TPU:      listed,
 		Store:    ledger.NewMemory(),
 		Recorder: discardRecorder{},
 		Config:   cfg,
 		Holder:   "autoheal-sweep",
 	}
-	res, runErr := h.Sweep(ctx, remediate.SweepOptions{Projects: projects, Zones: zones, Budget: *budget})
-	p := newPrinter(*format, stdout)
-	for _, r := range res.Records {
-		if err := p.print(lineOf(r, events.Event{})); err != nil && runErr == nil {
+	start := time.Now()
+	res, runErr := h.Sweep(ctx, remediate.SweepOptions{Projects: projects, Zones: zones, Budget: budget})
+	p := newPrinter(*format, stdout, "nodes swept")
+	for _, l := range sweepLines(res, listed, cfg) {
+		if err := p.print(l); err != nil && runErr == nil {
 			runErr = fmt.Errorf("write output: %w", err)
 		}
 	}
-	if err := p.finish(); err != nil && runErr == nil {
+	notes := []string{fmt.Sprintf("locations: %s; took %.1fs", listed.summary(), time.Since(start).Seconds())}
+	if tg.readOnly {
+		notes = append(notes, "read-only: decided and recorded, nothing was changed (add --apply to act on the TPU API)")
+	}
+	if err := p.finish(notes...); err != nil && runErr == nil {
 		runErr = fmt.Errorf("write output: %w", err)
 	}
 	if err := tg.finish(); err != nil && runErr == nil {
@@ -84,10 +102,115 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("sweep: %w", runErr)
 	}
 	if !res.Complete {
-		fmt.Fprintf(stderr, "sweep stopped after --budget %v before listing every node\n", *budget)
+		fmt.Fprintf(stderr, "sweep stopped after --budget %v before listing every node\n", budget)
 	}
 	if len(res.Errors) > 0 {
 		return fmt.Errorf("sweep: %d location(s) could not be listed; their nodes were not checked: %s", len(res.Errors), strings.Join(res.Errors, "; "))
 	}
 	return nil
+}
+
+// sweepLines is one line per swept node: its record when the sweep wrote
+// one, else (a node the sweep looked at and found nothing to do about, which
+// it does not record) a line saying so from the listing. Records of nodes
+// not listed (unfinished recoveries, deferrals) come first, then the listed
+// nodes in listing order; records without a node (a location that could not
+// be listed) are printed but not counted as nodes.
+func sweepLines(res remediate.SweepResult, listed *listingTPU, cfg remediate.Config) []line {
+	byNode := map[string]remediate.Record{}
+	var out []line
+	isListed := map[string]bool{}
+	for _, n := range listed.nodes {
+		isListed[n.Name] = true
+	}
+	for _, r := range res.Records {
+		if r.Node == "" {
+			l := lineOf(r, events.Event{})
+			l.uncounted = true
+			out = append(out, l)
+			continue
+		}
+		if _, dup := byNode[r.Node]; !dup && !isListed[r.Node] {
+			out = append(out, lineOf(r, events.Event{}))
+		}
+		byNode[r.Node] = r
+	}
+	for _, n := range listed.nodes {
+		if n.Labels[cfg.LabelKey] != cfg.LabelValue {
+			continue
+		}
+		if r, ok := byNode[n.Name]; ok {
+			out = append(out, lineOf(r, events.Event{}))
+			continue
+		}
+		l := lineOf(remediate.Record{Node: n.Name, Action: remediate.ActionRecord, DryRun: cfg.DryRun,
+			Reason: fmt.Sprintf("%s %s: nothing to do (as in the function, an unchanged node is not recorded)", dash(n.State), dash(n.Health))}, events.Event{})
+		out = append(out, l)
+	}
+	return out
+}
+
+// listingTPU remembers what ListNodes returned, so that sweep can print
+// the nodes it looked at and found nothing to do about, and say what each
+// location held.
+type listingTPU struct {
+	remediate.TPU
+	nodes    []*tpu.Node
+	listed   []string       // parents listed, in order
+	count    map[string]int // nodes per listed parent
+	notFound []string       // parents the API does not know
+	failed   []string       // parents that could not be listed
+}
+
+func (l *listingTPU) ListNodes(ctx context.Context, parent, pageToken string) ([]*tpu.Node, string, error) {
+	nodes, next, err := l.TPU.ListNodes(ctx, parent, pageToken)
+	switch {
+	case err == nil:
+		if l.count == nil {
+			l.count = map[string]int{}
+		}
+		if _, ok := l.count[parent]; !ok {
+			l.listed = append(l.listed, parent)
+		}
+		l.count[parent] += len(nodes)
+		l.nodes = append(l.nodes, nodes...)
+	case remediate.IsNotFound(err):
+		l.notFound = append(l.notFound, parent)
+	case !remediate.IsTransient(err):
+		l.failed = append(l.failed, parent)
+	}
+	return nodes, next, err
+}
+
+// summary is "acme-ml/europe-west4-a 1 node, acme-ml/nowhere-1a no nodes":
+// a zone mistyped shows as one with no nodes.
+func (l *listingTPU) summary() string {
+	var parts []string
+	for _, p := range l.listed {
+		switch n := l.count[p]; n {
+		case 0:
+			parts = append(parts, shortLocation(p)+" no nodes")
+		default:
+			parts = append(parts, shortLocation(p)+" "+plural(n, "node", "nodes"))
+		}
+	}
+	for _, p := range l.notFound {
+		parts = append(parts, shortLocation(p)+" not found")
+	}
+	for _, p := range l.failed {
+		parts = append(parts, shortLocation(p)+" could not be listed")
+	}
+	if len(parts) == 0 {
+		return "none listed"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shortLocation is projects/P/locations/Z as P/Z.
+func shortLocation(parent string) string {
+	p := strings.Split(parent, "/")
+	if len(p) == 4 {
+		return p[1] + "/" + p[3]
+	}
+	return parent
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
@@ -19,11 +22,19 @@ import (
 // control plane, whose operations finish after one poll.
 const fakePollInterval = time.Millisecond
 
+// endpointPollInterval, when set (by tests), is the poll interval against
+// --tpu-endpoint; 0 keeps the client's default.
+var endpointPollInterval time.Duration
+
 // targetFlags choose the TPU control plane: the simulated one seeded from a
-// fleet file, or the real TPU API with Application Default Credentials.
+// fleet file, a local control plane at --tpu-endpoint, or the real TPU API
+// with Application Default Credentials. The last two are read-only unless
+// --apply is given.
 type targetFlags struct {
 	fleet    string
 	fleetOut string
+	endpoint string
+	apply    bool
 
 	embedded []byte              // a fleet to use instead of --fleet (autoheal demo)
 	after    func(tpufake.Fleet) // called with the simulated fleet after the run
@@ -32,9 +43,37 @@ type targetFlags struct {
 
 func addTargetFlags(fs *flag.FlagSet) *targetFlags {
 	t := &targetFlags{}
-	fs.StringVar(&t.fleet, "fleet", "", "run against a simulated TPU control plane seeded from this fleet `file` (a JSON array of TPU v2 nodes, or {\"nodes\":[...],\"queuedResources\":[...]}); without it the real TPU API is used with Application Default Credentials")
+	fs.StringVar(&t.fleet, "fleet", "", "act on a simulated TPU control plane seeded from this fleet `file` (a JSON array of TPU v2 nodes, concatenated \"gcloud ... tpu-vm describe --format=json\" outputs, or {\"nodes\":[...],\"queuedResources\":[...]}); without it the real TPU API is read, and changed only with --apply")
 	fs.StringVar(&t.fleetOut, "fleet-out", "", "write the simulated fleet to this `file` after the run (needs --fleet)")
+	fs.StringVar(&t.endpoint, "tpu-endpoint", os.Getenv("AUTOHEAL_TPU_ENDPOINT"), "talk to the TPU v2 API at this `URL` (such as autoheal simulate's) instead of Google's; read-only unless --apply ($AUTOHEAL_TPU_ENDPOINT when set)")
+	fs.BoolVar(&t.apply, "apply", false, "without --fleet: really delete and recreate nodes through the TPU API (default: decide and record only)")
 	return t
+}
+
+// readOnly reports whether the run must not mutate anything: a real (or
+// --tpu-endpoint) control plane without --apply.
+func (t *targetFlags) readOnly() bool {
+	return t.fleet == "" && t.embedded == nil && !t.apply
+}
+
+// checkTarget validates the target flags together with the policy's: it runs
+// before any input is read.
+func (t *targetFlags) check(p *policyFlags) error {
+	if t.apply && p.cfg.DryRun {
+		return usagef("--dry-run and --apply contradict each other: give one")
+	}
+	if t.endpoint != "" && (t.fleet != "" || t.embedded != nil) {
+		return usagef("--tpu-endpoint and --fleet both choose the control plane: give one")
+	}
+	if t.endpoint != "" {
+		if _, err := tpuapi.EndpointOptions(t.endpoint); err != nil {
+			return usagef("--tpu-endpoint: %v", err)
+		}
+	}
+	if t.fleetOut != "" && t.fleet == "" && t.embedded == nil {
+		return usagef("--fleet-out needs --fleet (only the simulated fleet can be written)")
+	}
+	return nil
 }
 
 // target is an open TPU control plane.
@@ -43,6 +82,9 @@ type target struct {
 	srv   *tpufake.Server // nil for the real API
 	after func(tpufake.Fleet)
 	out   *os.File // --fleet-out, created up front so a bad path fails early
+	// readOnly: a real control plane without --apply. The caller runs the
+	// policy in dry-run, and tpu refuses every mutation besides.
+	readOnly bool
 
 	legacy *tpulegacy.Client // the v1 client of the real API, nil otherwise
 }
@@ -54,17 +96,37 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 		if t.fleetOut != "" {
 			return nil, usagef("--fleet-out needs --fleet (only the simulated fleet can be written)")
 		}
-		c, err := tpuapi.NewFromOptions(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("TPU API client (Application Default Credentials; use --fleet FILE to run without credentials): %w", err)
+		tg := &target{readOnly: !t.apply}
+		if t.endpoint != "" {
+			opts, err := tpuapi.EndpointOptions(t.endpoint)
+			if err != nil {
+				return nil, usagef("--tpu-endpoint: %v", err)
+			}
+			c, err := tpuapi.NewFromOptions(ctx, opts...)
+			if err != nil {
+				return nil, fmt.Errorf("TPU API client for --tpu-endpoint %s: %w", t.endpoint, err)
+			}
+			if endpointPollInterval > 0 {
+				c.PollInterval = endpointPollInterval
+			}
+			tg.tpu = c
+		} else {
+			c, err := tpuapi.NewFromOptions(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("TPU API client (Application Default Credentials; use --fleet FILE to run without credentials): %w", err)
+			}
+			// Legacy TPU Nodes go through the v1 API (tpulegacy); the
+			// gRPC connection is dialled on first use.
+			legacy, err := tpulegacy.NewFromOptions(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("TPU v1 API client for legacy TPU Nodes (Application Default Credentials): %w", err)
+			}
+			tg.tpu, tg.legacy = tpuapi.Router{V2: c, V1: legacy}, legacy
 		}
-		// Legacy TPU Nodes go through the v1 API (tpulegacy); the
-		// gRPC connection is dialled on first use.
-		legacy, err := tpulegacy.NewFromOptions(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("TPU v1 API client for legacy TPU Nodes (Application Default Credentials): %w", err)
+		if tg.readOnly {
+			tg.tpu = readOnlyTPU{tg.tpu}
 		}
-		return &target{tpu: tpuapi.Router{V2: c, V1: legacy}, legacy: legacy}, nil
+		return tg, nil
 	}
 	var fleet tpufake.Fleet
 	var err error
@@ -128,4 +190,19 @@ func (tg *target) close() {
 	if tg.legacy != nil {
 		_ = tg.legacy.Close()
 	}
+}
+
+// errReadOnly is returned by readOnlyTPU's mutating calls. The handler in
+// dry-run never makes them: this is the second lock on the door.
+var errReadOnly = errors.New("read-only: the TPU API is only read without --apply")
+
+// readOnlyTPU passes reads through and refuses every mutation.
+type readOnlyTPU struct{ remediate.TPU }
+
+func (readOnlyTPU) DeleteNode(context.Context, string) (string, error) { return "", errReadOnly }
+func (readOnlyTPU) CreateNode(context.Context, string, string, *tpu.Node) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyTPU) ResetQueuedResource(context.Context, string) (string, error) {
+	return "", errReadOnly
 }

@@ -9,10 +9,11 @@ import (
 
 // Item is one element of a stream read by a Reader.
 type Item struct {
-	Index int    // position in the stream, from 0, counting rejected elements too
-	Data  []byte // the element's bytes as read (for a rejected one, at most its first 2×MaxEntryBytes)
-	Event Event  // the parsed event when Err is nil
-	Err   error  // a *RejectError when the element is not an event; the stream goes on
+	Index  int    // position in the stream, from 0, counting rejected elements too
+	Offset int64  // byte offset in the stream of the element's first byte
+	Data   []byte // the element's bytes as read (for a rejected one, at most its first 2×MaxEntryBytes)
+	Event  Event  // the parsed event when Err is nil
+	Err    error  // a *RejectError when the element is not an event; the stream goes on
 }
 
 // Reader reads a stream of log entries in any of the forms replay accepts,
@@ -65,6 +66,7 @@ type Reader struct {
 	lineStart bool // the previous byte was '\n' (or nothing was read yet)
 	mode      readMode
 	index     int
+	start     int64 // offset of the element being read (Item.Offset)
 
 	elem  []byte // scratch for the element being framed
 	over  bool   // elem was cut at the limit
@@ -102,6 +104,7 @@ func (r *Reader) Next() (Item, error) {
 	}
 	for {
 		c, err := r.skipSpace()
+		r.start = r.off
 		if err == io.EOF {
 			if r.mode != modeTop {
 				r.err = io.EOF
@@ -158,7 +161,7 @@ func (r *Reader) fail(err error) error {
 }
 
 func (r *Reader) item(data []byte, err error) Item {
-	it := Item{Index: r.index, Data: data, Err: err}
+	it := Item{Index: r.index, Offset: r.start, Data: data, Err: err}
 	r.index++
 	return it
 }

@@ -72,6 +72,9 @@ func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 	}
 	if labels[cfg.LabelKey] != cfg.LabelValue || cfg.LabelKey == "" {
 		why := fmt.Sprintf("not opted in: label %s=%s missing", cfg.LabelKey, cfg.LabelValue)
+		if v, ok := labels[cfg.LabelKey]; ok {
+			why += fmt.Sprintf(" (has %s=%s)", cfg.LabelKey, v)
+		}
 		if ours && node != nil && !now.Before(rec.LeaseUntil) {
 			// The live node opted out during our recovery: never touched
 			// again, and the recovery must not hold the project's

@@ -466,7 +466,7 @@ func (h *Handler) fail(ctx context.Context, rec *Recovery, r *Record, err error)
 		rec.Phase = PhaseAbandoned
 		rec.LastError = fmt.Sprintf("abandoned after %d attempts; needs a person: %v", rec.Attempts, err)
 		if r.Spec == nil && rec.Spec != nil && rec.Action != ActionReset {
-			r.Spec, _ = createSpec(rec.Spec, rec.Generation, h.Config.StartupScript)
+			r.Spec, _ = createSpec(rec.Spec, rec.Generation, h.Config)
 		}
 		r.Reason += fmt.Sprintf("; abandoned after %d attempts: needs a person", rec.Attempts)
 		err = fmt.Errorf("recovery gen %d abandoned after %d attempts, needs a person: %w", rec.Generation, rec.Attempts, err)
@@ -672,7 +672,7 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 			}
 
 		case PhaseDeleted:
-			spec, warnings := createSpec(rec.Spec, rec.Generation, h.Config.StartupScript)
+			spec, warnings := createSpec(rec.Spec, rec.Generation, h.Config)
 			r.Warnings = append(r.Warnings, warnings...)
 			r.Spec = spec
 			// A request-rate 429 is retried in process like any transient
@@ -709,7 +709,7 @@ func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) err
 
 		case PhaseCreating:
 			if r.Spec == nil && rec.Spec != nil {
-				r.Spec, _ = createSpec(rec.Spec, rec.Generation, h.Config.StartupScript)
+				r.Spec, _ = createSpec(rec.Spec, rec.Generation, h.Config)
 			}
 			if rec.CreateOp != "" {
 				transient := func(err error) bool { return IsTransient(err) && !isExhausted(err) }

@@ -226,14 +226,17 @@ func TestStartupScript(t *testing.T) {
 	tests := []struct {
 		name        string
 		configured  string
+		resume      bool // the caller hands in the resume script and its keys
 		nodeScript  string
 		dropKey     string // a metadata key removed from the node before the event
 		want        string
 		wantWarning bool
 	}{
-		{name: "embedded resume-training script is set and the node's autoheal keys are kept", configured: startup.Script, nodeScript: "old", want: startup.Script},
-		{name: "embedded script on a node without autoheal-train-cmd warns", configured: startup.Script, dropKey: startup.MetadataTrainCmd, want: startup.Script, wantWarning: true},
-		{name: "configured script wins", configured: "new", nodeScript: "old", want: "new"},
+		{name: "node carrying autoheal-train-cmd gets the resume script, its own replaced with a warning", resume: true, nodeScript: "old", want: startup.Script, wantWarning: true},
+		{name: "node carrying autoheal-train-cmd without a script gets the resume script silently", resume: true, want: startup.Script},
+		{name: "node without autoheal-train-cmd keeps its own script", resume: true, nodeScript: "old", dropKey: startup.MetadataTrainCmd, want: "old"},
+		{name: "configured script wins and says it replaced the node's own", configured: "new", nodeScript: "old", want: "new", wantWarning: true},
+		{name: "configured script equal to the node's own replaces nothing", configured: "old", nodeScript: "old", want: "old"},
 		{name: "node's own script is kept when none is configured", nodeScript: "old", want: "old"},
 		{name: "no script at all recreates and warns", want: "", wantWarning: true},
 	}
@@ -247,6 +250,9 @@ func TestStartupScript(t *testing.T) {
 			delete(n.Metadata, tt.dropKey)
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{n}})
 			e.h.Config.StartupScript = tt.configured
+			if tt.resume {
+				e.h.Config.ResumeScript, e.h.Config.ResumeKeys = startup.Script, []string{startup.MetadataTrainCmd}
+			}
 			rec, err := e.h.Handle(context.Background(), terminate("e1"))
 			if err != nil {
 				t.Fatalf("Handle: %v", err)

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	tpu "google.golang.org/api/tpu/v2"
-
-	"github.com/tpu-autoheal/autoheal/startup"
 )
 
 // StartupScriptKey is the metadata key of a TPU VM's startup script.
@@ -44,11 +42,25 @@ func CleanSpec(n *tpu.Node) *tpu.Node {
 	return c
 }
 
-// createSpec is the node sent to CreateNode: the saved spec without its
-// name, labelled with the recovery generation, with the startup script set
-// (configured script wins; else the node's own). It returns a warning when
-// there is no script at all: the node comes back, training does not resume.
-func createSpec(saved *tpu.Node, generation int, script string) (*tpu.Node, []string) {
+// Metadata keys the startup-script policy reads. They name the same keys as
+// the startup package's constants (a test checks), without importing it:
+// the policy lives here, the script and its needs are handed in (Config).
+const (
+	// ResumeOptInKey on a node opts it into the resume script
+	// (Config.ResumeScript): its value is the training command.
+	ResumeOptInKey = "autoheal-train-cmd"
+	// MaintenanceNoticeKey carries a maintenance notice to the guest (issue
+	// #10). It describes the old node's maintenance: a recreated node never
+	// carries it over.
+	MaintenanceNoticeKey = "autoheal-maintenance"
+)
+
+// createSpec is the node sent to CreateNode: the saved spec without its name
+// and without metadata MaintenanceNoticeKey, labelled with the recovery
+// generation, with the startup script chosen by StartupScriptFor. The
+// warnings say when the node's own script is replaced or the node will come
+// back with nothing to resume training; they go in the record.
+func createSpec(saved *tpu.Node, generation int, cfg Config) (*tpu.Node, []string) {
 	n := cloneNode(saved)
 	n.Name = ""
 	n.Labels = maps.Clone(n.Labels)
@@ -57,26 +69,76 @@ func createSpec(saved *tpu.Node, generation int, script string) (*tpu.Node, []st
 	}
 	n.Labels[GenerationLabel] = strconv.Itoa(generation)
 	n.Metadata = maps.Clone(n.Metadata)
-	var warnings []string
-	switch {
-	case saved.ApiVersion == "V1" || saved.ApiVersion == "V1_ALPHA1":
+	delete(n.Metadata, MaintenanceNoticeKey)
+	if saved.ApiVersion == "V1" || saved.ApiVersion == "V1_ALPHA1" {
 		// A legacy TPU Node has no metadata: nothing runs at boot.
-		warnings = append(warnings, "legacy TPU Node (API "+saved.ApiVersion+"): recreated without a startup script; training will not resume by itself")
-	case script != "":
+		return n, []string{"legacy TPU Node (API " + saved.ApiVersion + "): recreated without a startup script; training will not resume by itself"}
+	}
+	script, warnings := StartupScriptFor(n.Metadata, cfg)
+	if script != "" {
 		if n.Metadata == nil {
 			n.Metadata = map[string]string{}
 		}
 		n.Metadata[StartupScriptKey] = script
-		if script == startup.Script {
-			if missing := startup.MissingKeys(n.Metadata); len(missing) > 0 {
-				warnings = append(warnings, fmt.Sprintf("startup script resume-training.sh needs metadata %s; the node boots but training will not resume until it is set", strings.Join(missing, ", ")))
-			}
-		}
-	case n.Metadata[StartupScriptKey] != "":
-	default:
-		warnings = append(warnings, "no startup script: none configured and the node had no metadata startup-script; the node is recreated but training will not resume by itself")
 	}
 	return n, warnings
+}
+
+// StartupScriptFor is the startup-script policy: which script a node whose
+// metadata is md comes back with, and the warnings for its record.
+//
+//   - A script configured explicitly (cfg.StartupScript) wins.
+//   - Else a node that opted in by carrying ResumeOptInKey gets the resume
+//     script handed in (cfg.ResumeScript).
+//   - Else the node keeps its own startup-script.
+//
+// It warns whenever the node's own script is replaced, and whenever the node
+// will come back with nothing to resume training: no script at all, or the
+// resume script without one of the keys it needs (cfg.ResumeKeys). Warnings
+// give sizes, never metadata values.
+func StartupScriptFor(md map[string]string, cfg Config) (script string, warnings []string) {
+	own := md[StartupScriptKey]
+	_, optedIn := md[ResumeOptInKey]
+	replaced := func(script, by string) {
+		if own != "" && own != script {
+			warnings = append(warnings, fmt.Sprintf("the node's own startup-script (%d bytes) is replaced by %s", len(own), by))
+		}
+	}
+	resumeNeeds := func() {
+		if missing := MissingKeys(md, cfg.ResumeKeys); len(missing) > 0 {
+			warnings = append(warnings, fmt.Sprintf("the resume script needs metadata %s; the node boots but training will not resume until it is set", strings.Join(missing, ", ")))
+		}
+	}
+	switch {
+	case cfg.StartupScript != "":
+		replaced(cfg.StartupScript, "the configured script (AUTOHEAL_STARTUP_SCRIPT / --startup-script)")
+		if cfg.StartupScript == cfg.ResumeScript {
+			resumeNeeds()
+		}
+		return cfg.StartupScript, warnings
+	case optedIn && cfg.ResumeScript != "":
+		replaced(cfg.ResumeScript, "the resume script (the node carries metadata "+ResumeOptInKey+")")
+		resumeNeeds()
+		return cfg.ResumeScript, warnings
+	case own != "":
+		return own, nil
+	case optedIn:
+		return "", []string{"metadata " + ResumeOptInKey + " is set but no resume script was handed in and the node had no startup-script; the node is recreated but training will not resume by itself"}
+	default:
+		return "", []string{"no startup script: none configured, the node had no metadata startup-script and no " + ResumeOptInKey + "; the node is recreated but training will not resume by itself"}
+	}
+}
+
+// MissingKeys returns the keys of need that metadata lacks or leaves blank,
+// in need's order; nil when none is missing.
+func MissingKeys(metadata map[string]string, need []string) []string {
+	var missing []string
+	for _, k := range need {
+		if strings.TrimSpace(metadata[k]) == "" {
+			missing = append(missing, k)
+		}
+	}
+	return missing
 }
 
 // cloneNode deep-copies a node through its JSON form (the form the ledger

@@ -70,9 +70,17 @@ type Config struct {
 	Lease          time.Duration // how long a claim is held without renewal
 	EventTTL       time.Duration // how long processed event ids are remembered
 
-	// StartupScript is the script set as metadata startup-script on a
-	// recreated node ("" = keep the node's own).
+	// StartupScript is the script set explicitly (AUTOHEAL_STARTUP_SCRIPT,
+	// --startup-script) as metadata startup-script on every recreated node,
+	// replacing the node's own ("" = none configured: see createSpec).
 	StartupScript string
+	// ResumeScript is the resume-training script the caller hands in (the
+	// function and the CLI pass startup.Script): set on a recreated node
+	// that opted into it by carrying metadata ResumeOptInKey, when no
+	// script is configured. ResumeKeys are the metadata keys it needs to
+	// do anything (the caller's list); a node lacking one gets a warning.
+	ResumeScript string
+	ResumeKeys   []string
 
 	// BreakerLimit and BreakerWindow are the storm breaker
 	// (AUTOHEAL_BREAKER, "48/1h"): at most BreakerLimit recreates and

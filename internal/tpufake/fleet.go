@@ -31,7 +31,8 @@ var (
 // ReadFleet reads a fleet file: a JSON array of nodes, or an object
 // {"nodes":[...],"queuedResources":[...]}. A single node object (what
 // `gcloud compute tpus tpu-vm describe --format=json` prints) is accepted as a
-// fleet of one. Errors name the offending element and field, e.g.
+// fleet of one, and several such objects one after another (describe's
+// outputs concatenated) as a fleet of them. Errors name the offending element and field, e.g.
 // `fleet: nodes[2].name: ...`. Fields this client version does not know are
 // ignored, as the generated client ignores them.
 func ReadFleet(r io.Reader) (Fleet, error) {
@@ -44,12 +45,32 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 		return Fleet{}, errors.New("fleet: empty input: want a JSON array of nodes or an object {\"nodes\": [...]}")
 	}
 	var rawNodes, rawQRs []json.RawMessage
-	switch data[0] {
-	case '[':
+	values, err := splitValues(data)
+	if err != nil {
+		return Fleet{}, err
+	}
+	if len(values) > 1 {
+		// Concatenated `gcloud compute tpus tpu-vm describe --format=json`
+		// outputs (for n in ...; do gcloud ... describe $n; done > fleet.json).
+		for i, v := range values {
+			var keys map[string]json.RawMessage
+			if v[0] != '{' || json.Unmarshal(v, &keys) != nil {
+				return Fleet{}, fmt.Errorf("fleet: value %d of %d: concatenated values must each be a node object (as tpu-vm describe --format=json prints it), got %q...", i+1, len(values), firstBytes(v))
+			}
+			if _, ok := keys["name"]; !ok {
+				return Fleet{}, fmt.Errorf("fleet: value %d of %d: a node object needs its \"name\" (concatenated values must each be a node)", i+1, len(values))
+			}
+		}
+		rawNodes = values
+		data = nil
+	}
+	switch {
+	case data == nil:
+	case data[0] == '[':
 		if err := json.Unmarshal(data, &rawNodes); err != nil {
 			return Fleet{}, jsonError("", data, err)
 		}
-	case '{':
+	case data[0] == '{':
 		var keys map[string]json.RawMessage
 		if err := json.Unmarshal(data, &keys); err != nil {
 			return Fleet{}, jsonError("", data, err)
@@ -98,6 +119,28 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 		return Fleet{}, err
 	}
 	return f, nil
+}
+
+// splitValues splits data into its top-level JSON values. A syntax error
+// is reported with its line and column.
+func splitValues(data []byte) ([]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var values []json.RawMessage
+	for {
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return values, nil
+		}
+		if err != nil {
+			if len(values) == 0 {
+				// Let the single-value path name the element and field.
+				return []json.RawMessage{data}, nil
+			}
+			return nil, jsonError(fmt.Sprintf("value %d", len(values)+1), data, err)
+		}
+		values = append(values, v)
+	}
 }
 
 // ReadFleetFile reads the fleet file at path (see ReadFleet).
