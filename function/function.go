@@ -139,7 +139,13 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	rc := cfg.RemediateConfig()
+	// The startup-script policy is remediate's (StartupScriptFor): an
+	// explicitly configured script wins; else a node that opted into the
+	// resume script by carrying autoheal-train-cmd gets it; else the node
+	// keeps its own.
 	rc.StartupScript = script
+	rc.ResumeScript = startup.Script
+	rc.ResumeKeys = []string{startup.MetadataTrainCmd}
 
 	if d.tpu == nil {
 		epOpts, err := tpuapi.EndpointOptions(cfg.TPUEndpoint)
@@ -354,8 +360,9 @@ func traceOfHeader(h http.Header, project string) string {
 
 // LoadStartupScript returns the script AUTOHEAL_STARTUP_SCRIPT names: a
 // gs://BUCKET/OBJECT read through the Cloud Storage JSON API (needs
-// storage.objects.get), a local path, or, when empty, the embedded default
-// startup.Script.
+// storage.objects.get), a local path, or, when empty, "" (no script
+// configured: a recreated node keeps its own, or gets the embedded resume
+// script when it carries autoheal-train-cmd).
 func LoadStartupScript(ctx context.Context, src string, opts ...option.ClientOption) (string, error) {
 	var (
 		b   []byte
@@ -363,7 +370,7 @@ func LoadStartupScript(ctx context.Context, src string, opts ...option.ClientOpt
 	)
 	switch {
 	case src == "":
-		return startup.Script, nil
+		return "", nil
 	case strings.HasPrefix(src, "gs://"):
 		b, err = readGCS(ctx, src, opts...)
 	default:

@@ -21,6 +21,7 @@ import (
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
+	tpuv2 "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/function"
 	"github.com/tpu-autoheal/autoheal/internal/emulator"
@@ -449,7 +450,7 @@ func TestLoadStartupScript(t *testing.T) {
 	tests := []struct {
 		name, src, want, wantErr string
 	}{
-		{"empty is the embedded default", "", startup.Script, ""},
+		{"empty configures no script (the policy then keeps the node's own or gives it the resume script)", "", "", ""},
 		{"a local path is read", local, "#!/bin/bash\necho local\n", ""},
 		{"a gs:// object is read through the JSON API", "gs://acme-scripts/train/resume.sh", "#!/bin/bash\necho gcs\n", ""},
 		{"a missing object names the variable", "gs://other-bucket/x.sh", "", `AUTOHEAL_STARTUP_SCRIPT="gs://other-bucket/x.sh"`},
@@ -566,5 +567,40 @@ func TestSweepWritesASummaryLine(t *testing.T) {
 	}
 	if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(line["timestamp"])); err != nil {
 		t.Errorf("timestamp %v: %v", line["timestamp"], err)
+	}
+}
+
+// TestNodesOwnStartupScriptIsKept: with no AUTOHEAL_STARTUP_SCRIPT, a
+// recreated node that did not opt into the resume script (no
+// autoheal-train-cmd) comes back with its own startup-script, and one that
+// did gets the embedded resume script.
+func TestNodesOwnStartupScriptIsKept(t *testing.T) {
+	h := newHarness(t, eventTime.Add(time.Minute), nil)
+	var n *tpuv2.Node
+	for _, x := range h.tpu.Fleet().Nodes {
+		if x.Name == node {
+			n = x
+		}
+	}
+	if n == nil {
+		t.Fatalf("no node %s in the fleet", node)
+	}
+	n.Metadata = map[string]string{"startup-script": "sudo -u alice /home/alice/start_training.sh"}
+	h.tpu.SetNode(n)
+	if err := h.fn.HandleMessage(context.Background(), pushBody(readTestdata(t, "terminate-maintenance.json"))); err != nil {
+		t.Fatal(err)
+	}
+	var created struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	for _, r := range h.tpu.Requests() {
+		if r.RPC == "nodes.create" {
+			if err := json.Unmarshal(r.Body, &created); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := created.Metadata["startup-script"]; got != "sudo -u alice /home/alice/start_training.sh" {
+		t.Errorf("created startup-script = %.80q, want the node's own", got)
 	}
 }
