@@ -75,7 +75,7 @@ func (m *Maintainer) Observe(ctx context.Context, ev events.Event, node *tpu.Nod
 	d = DecideMaintenance(obs, now, m.Config)
 	if d.ReadCheckpoints {
 		attrs, err := maintCall(m, ctx, &r, "guest-attributes", func() (string, []GuestAttribute, error) {
-			a, err := m.TPU.GetGuestAttributes(ctx, node.Name, CheckpointQueryPath) // rest: tpu.projects.locations.nodes.getGuestAttributes
+			a, err := m.TPU.GetGuestAttributes(ctx, node.Name, CheckpointQueryPath)
 			return "", a, err
 		})
 		if err != nil {
@@ -133,7 +133,7 @@ func (m *Maintainer) Handle(ctx context.Context, ev events.Event, node *tpu.Node
 // sent, every other key as read).
 func (m *Maintainer) prepare(ctx context.Context, listed *tpu.Node, d MaintenanceDecision, r *Record) error {
 	fresh, err := maintCall(m, ctx, r, "get", func() (string, *tpu.Node, error) {
-		n, err := m.TPU.GetNode(ctx, listed.Name) // rest: tpu.projects.locations.nodes.get
+		n, err := m.TPU.GetNode(ctx, listed.Name)
 		return "", n, err
 	})
 	if IsNotFound(err) {
@@ -158,7 +158,7 @@ func (m *Maintainer) prepare(ctx context.Context, listed *tpu.Node, d Maintenanc
 	}
 	md[NoticeMetadataKey] = string(value)
 	_, err = maintCall(m, ctx, r, "patch-metadata", func() (string, struct{}, error) {
-		op, err := m.TPU.PatchNodeMetadata(ctx, fresh.Name, md) // rest: tpu.projects.locations.nodes.patch
+		op, err := m.TPU.PatchNodeMetadata(ctx, fresh.Name, md)
 		return op, struct{}{}, err
 	})
 	if err != nil {
@@ -193,9 +193,9 @@ func (m *Maintainer) maintain(ctx context.Context, node *tpu.Node, queuedResourc
 		var op string
 		var err error
 		if queuedResource != "" {
-			op, err = m.TPU.PerformMaintenanceQueuedResource(ctx, queuedResource, []string{node.Name}) // rest: tpu.projects.locations.queuedResources.performMaintenanceQueuedResource
+			op, err = m.TPU.PerformMaintenanceQueuedResource(ctx, queuedResource, []string{node.Name})
 		} else {
-			op, err = m.TPU.PerformMaintenance(ctx, node.Name) // rest: tpu.projects.locations.nodes.performMaintenance
+			op, err = m.TPU.PerformMaintenance(ctx, node.Name)
 		}
 		return op, struct{}{}, err
 	})
