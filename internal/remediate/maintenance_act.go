@@ -11,6 +11,7 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/startup"
 )
 
 // MaintenanceTPU is the part of the TPU API the Maintainer uses: nodes.get,
@@ -177,7 +178,7 @@ func notWatching(node *tpu.Node, cfg Config) string {
 	if _, ok := node.Metadata[TrainCmdKey]; ok {
 		return ""
 	}
-	if s := node.Metadata["startup-script"]; cfg.StartupScript != "" && s == cfg.StartupScript {
+	if s := node.Metadata[StartupScriptKey]; s == startup.Script || (cfg.StartupScript != "" && s == cfg.StartupScript) {
 		return ""
 	}
 	return fmt.Sprintf("node's startup-script is not tpu-autoheal's resume script (no metadata %s): nothing may be watching for the notice; see the README's notice contract", TrainCmdKey)

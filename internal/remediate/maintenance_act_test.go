@@ -257,3 +257,15 @@ func TestDryRunMutatesNothing(t *testing.T) {
 		t.Errorf("got %v %s (%s), %d patches; want a would-prepare skip and no patch", ok, r.Action, r.Reason, len(f.patches))
 	}
 }
+
+func TestRecreateNeverCarriesTheNoticeOver(t *testing.T) {
+	saved := maintNode("PENDING", "SCHEDULED", true, "", 1)
+	saved.Metadata = map[string]string{NoticeMetadataKey: `{"notice":"x"}`, TrainCmdKey: "python3 train.py"}
+	spec, _ := createSpec(CleanSpec(saved), 2, "#!/bin/bash\n")
+	if _, ok := spec.Metadata[NoticeMetadataKey]; ok || spec.Metadata[TrainCmdKey] != "python3 train.py" {
+		t.Errorf("recreated metadata %v: want the notice dropped, the rest kept", spec.Metadata)
+	}
+	if saved.Metadata[NoticeMetadataKey] == "" {
+		t.Error("the saved spec was changed")
+	}
+}

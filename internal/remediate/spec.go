@@ -57,6 +57,7 @@ func createSpec(saved *tpu.Node, generation int, script string) (*tpu.Node, []st
 	}
 	n.Labels[GenerationLabel] = strconv.Itoa(generation)
 	n.Metadata = maps.Clone(n.Metadata)
+	delete(n.Metadata, NoticeMetadataKey) // maint (#10): a notice is about the old node, never carried over
 	var warnings []string
 	switch {
 	case saved.ApiVersion == "V1" || saved.ApiVersion == "V1_ALPHA1":
