@@ -50,9 +50,9 @@ func (m *Maintainer) now() time.Time {
 // Observe decides about node's upcoming maintenance (as read by the caller)
 // and acts. ok is false when there is nothing new to record: the node has no
 // notice, or the notice's step was taken before. The error is an *ActError
-// when acting failed; transient ones are for the caller to retry (the claim
-// was released, so the retry takes it again); a permanent one is also in
-// the record's Err.
+// when acting failed, also in the record's Err: a transient one is for the
+// caller to retry (the claim was released, so the retry takes it again); a
+// permanent one keeps the claim (that step of that notice is not retried).
 func (m *Maintainer) Observe(ctx context.Context, ev events.Event, node *tpu.Node, queuedResource string) (Record, bool, error) {
 	now := m.now()
 	r := Record{Time: now, InsertID: ev.InsertID, EventTime: ev.Time, Node: ev.Node.Name(), Zone: ev.Node.Zone,
@@ -105,14 +105,18 @@ func (m *Maintainer) Observe(ctx context.Context, ev events.Event, node *tpu.Nod
 		actErr = m.maintain(ctx, node, queuedResource, &r)
 	}
 	if actErr != nil {
-		if err := m.Notices.ReleaseNotice(ctx, d.Key, d.Step); err != nil {
-			actErr = errors.Join(actErr, &ActError{Step: "ledger", Node: r.Node, Transient: true, Err: fmt.Errorf("release notice claim: %w", err)})
-		}
-		r.Err = actErr.Error()
 		var ae *ActError
 		if errors.As(actErr, &ae) && !ae.Transient {
+			// Refused for good (permission denied, no longer reschedulable):
+			// the claim stays, so the notice is not retried every sweep; the
+			// record carries the error for a person.
+			r.Err = actErr.Error()
 			return r, true, actErr
 		}
+		if err := m.Notices.ReleaseNotice(ctx, d.Key, d.Step); err != nil {
+			actErr = errors.Join(actErr, fmt.Errorf("release notice claim: %w", err))
+		}
+		r.Err = actErr.Error()
 		return r, true, &ActError{Step: string(d.Action), Node: r.Node, Transient: true, Err: actErr}
 	}
 	return r, true, nil

@@ -269,3 +269,18 @@ func TestRecreateNeverCarriesTheNoticeOver(t *testing.T) {
 		t.Error("the saved spec was changed")
 	}
 }
+
+func TestRefusedPatchIsRecordedAndNotRetriedEverySweep(t *testing.T) {
+	now := maintNow
+	f := &fakeMaintTPU{node: maintNode("PENDING", "SCHEDULED", true, "", 1), patchErr: []error{&googleapi.Error{Code: 403, Message: "iam.serviceAccounts.actAs denied"}}}
+	m := newMaintainer(f, MaintenancePrepare, &now)
+	n, _ := f.GetNode(context.Background(), f.node.Name)
+	r, ok, err := m.Observe(context.Background(), events.Event{}, n, "")
+	var ae *ActError
+	if !ok || !errors.As(err, &ae) || ae.Transient || !strings.Contains(r.Err, "actAs") {
+		t.Fatalf("got ok %v err %v (record err %q), want a permanent error in the record", ok, err, r.Err)
+	}
+	if _, ok := observe(t, m, f); ok || len(f.patches) != 0 {
+		t.Errorf("next look: recorded %v, %d patches; want nothing (the claim stays)", ok, len(f.patches))
+	}
+}
