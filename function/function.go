@@ -64,6 +64,8 @@ type deps struct {
 	logging    []option.ClientOption
 	loggerOpts []logging.LoggerOption
 	poll       time.Duration
+	maint      remediate.MaintenanceTPU // maintenance.go
+	notices    remediate.NoticeStore    // maintenance.go
 }
 
 // Option replaces a dependency New would otherwise build (tests, `autoheal
@@ -180,6 +182,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		}
 		f.closers = append(f.closers, fc.Close)
 		d.store = ledger.NewFirestore(fc)
+		if d.notices == nil {
+			d.notices = ledger.NewFirestoreNotices(fc) // maintenance.go
+		}
 	}
 	if d.recorder == nil {
 		d.recorder = f.newRecorder(ctx, cfg, d)
@@ -191,6 +196,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		Config:   rc,
 		Now:      d.now,
 		Backoff:  d.backoff,
+	}
+	if f.handler.Maintenance, err = newMaintainer(ctx, cfg, &d, rc); err != nil { // maintenance.go
+		return fail(err)
 	}
 	return f, nil
 }

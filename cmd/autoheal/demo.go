@@ -67,7 +67,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, dash(n.State), dash(n.Health), dash(n.Labels[remediate.GenerationLabel]), script)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return demoMaintenance(ctx, stdout) // maint (#10): demo_maintenance.go
 }
 
 func countNodes(fleet []byte) int {

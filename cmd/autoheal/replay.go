@@ -195,6 +195,9 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Holder:   "autoheal-replay",
 		Now:      clockFn,
 	}
+	if tg.maint != nil { // maint (#10): notices become prepare/maintain against the simulated fleet
+		h.Maintenance = &remediate.Maintainer{TPU: tg.maint, Notices: ledger.NewMemoryNotices(), Config: cfg, Now: clockFn}
+	}
 
 	p := newPrinter(*format, stdout, "entries read")
 	st, runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t })

@@ -86,7 +86,8 @@ type target struct {
 	// policy in dry-run, and tpu refuses every mutation besides.
 	readOnly bool
 
-	legacy *tpulegacy.Client // the v1 client of the real API, nil otherwise
+	legacy *tpulegacy.Client        // the v1 client of the real API, nil otherwise
+	maint  remediate.MaintenanceTPU // maint (#10): simulated fleet only, nil for the real API
 }
 
 // open checks the flags and opens the control plane. It reads the fleet file
@@ -157,6 +158,12 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 	c := tpuapi.New(svc)
 	c.PollInterval = fakePollInterval
 	tg.tpu = c
+	// maint (#10): the simulated fleet also serves patch, guest attributes
+	// and v2alpha1 performMaintenance.
+	if tg.maint, err = tpuapi.NewMaintenanceFromOptions(ctx, tg.srv.ClientOptions()...); err != nil {
+		tg.close()
+		return nil, fmt.Errorf("simulated TPU API client: %w", err)
+	}
 	return tg, nil
 }
 

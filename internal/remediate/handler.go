@@ -40,7 +40,8 @@ type Handler struct {
 	Holder   string           // claim owner id; "" = hostname and pid
 	// Backoff is the in-process retry policy for transient TPU errors;
 	// the zero value means DefaultBackoff.
-	Backoff Backoff
+	Backoff     Backoff
+	Maintenance *Maintainer // maint hook (#10): prepare/maintain on upcoming maintenance; nil = off
 }
 
 // ActError is a failure carrying out a decision: the step, the node and
@@ -200,6 +201,9 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 	case ActionRecreate, ActionReset:
 		actErr = h.recover(ctx, ev, obs, hist, d, &r)
 	}
+	if d.Action == ActionRecord && actErr == nil {
+		actErr = h.maintenanceHook(ctx, ev, obs, &r, o.quiet)
+	} // maint hook (#10)
 	if o.quiet && r.Action == ActionRecord && actErr == nil && o.markID == "" {
 		return r, nil
 	}

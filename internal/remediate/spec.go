@@ -49,14 +49,10 @@ const (
 	// ResumeOptInKey on a node opts it into the resume script
 	// (Config.ResumeScript): its value is the training command.
 	ResumeOptInKey = "autoheal-train-cmd"
-	// MaintenanceNoticeKey carries a maintenance notice to the guest (issue
-	// #10). It describes the old node's maintenance: a recreated node never
-	// carries it over.
-	MaintenanceNoticeKey = "autoheal-maintenance"
 )
 
 // createSpec is the node sent to CreateNode: the saved spec without its name
-// and without metadata MaintenanceNoticeKey, labelled with the recovery
+// and without metadata NoticeMetadataKey (the old node's maintenance notice), labelled with the recovery
 // generation, with the startup script chosen by StartupScriptFor. The
 // warnings say when the node's own script is replaced or the node will come
 // back with nothing to resume training; they go in the record.
@@ -69,7 +65,7 @@ func createSpec(saved *tpu.Node, generation int, cfg Config) (*tpu.Node, []strin
 	}
 	n.Labels[GenerationLabel] = strconv.Itoa(generation)
 	n.Metadata = maps.Clone(n.Metadata)
-	delete(n.Metadata, MaintenanceNoticeKey)
+	delete(n.Metadata, NoticeMetadataKey) // a notice is about the old node, never carried over
 	if saved.ApiVersion == "V1" || saved.ApiVersion == "V1_ALPHA1" {
 		// A legacy TPU Node has no metadata: nothing runs at boot.
 		return n, []string{"legacy TPU Node (API " + saved.ApiVersion + "): recreated without a startup script; training will not resume by itself"}

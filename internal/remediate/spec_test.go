@@ -389,13 +389,13 @@ func TestStartupScriptFor(t *testing.T) {
 }
 
 func TestLegacyNodeIsRecreatedWithoutScriptAndWarned(t *testing.T) {
-	n := &tpu.Node{Name: "projects/p/locations/z/nodes/n", ApiVersion: "V1", AcceleratorType: "v2-8", Metadata: map[string]string{MaintenanceNoticeKey: "{}"}}
+	n := &tpu.Node{Name: "projects/p/locations/z/nodes/n", ApiVersion: "V1", AcceleratorType: "v2-8", Metadata: map[string]string{NoticeMetadataKey: "{}"}}
 	body, warnings := createSpec(CleanSpec(n), 1, Config{StartupScript: "#site"})
 	if _, ok := body.Metadata[StartupScriptKey]; ok {
 		t.Errorf("legacy node got a startup script: %v", body.Metadata)
 	}
-	if _, ok := body.Metadata[MaintenanceNoticeKey]; ok {
-		t.Errorf("legacy node carries %s", MaintenanceNoticeKey)
+	if _, ok := body.Metadata[NoticeMetadataKey]; ok {
+		t.Errorf("legacy node carries %s", NoticeMetadataKey)
 	}
 	if len(warnings) != 1 || !strings.Contains(warnings[0], "legacy TPU Node") {
 		t.Errorf("warnings = %q, want the legacy warning", warnings)

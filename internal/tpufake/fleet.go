@@ -19,6 +19,9 @@ import (
 type Fleet struct {
 	Nodes           []*tpu.Node           `json:"nodes"`
 	QueuedResources []*tpu.QueuedResource `json:"queuedResources,omitempty"`
+	// GuestAttributes are the guest attributes of each node (by name), from
+	// a fleet file node's "guestAttributes" (maintenance.go). Not written back.
+	GuestAttributes map[string][]GuestAttribute `json:"-"`
 }
 
 var (
@@ -107,6 +110,11 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			return Fleet{}, jsonError(fmt.Sprintf("nodes[%d]", i), raw, err)
 		}
 		f.Nodes = append(f.Nodes, n)
+		if n != nil {
+			if err := f.readGuestAttributes(i, n.Name, raw); err != nil { // maintenance.go
+				return Fleet{}, err
+			}
+		}
 	}
 	for i, raw := range rawQRs {
 		var q *tpu.QueuedResource

@@ -157,6 +157,10 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 		}
 		q.State = &tpu.QueuedResourceState{State: "ACTIVE", StateInitiator: "USER", ActiveData: &tpu.ActiveData{}}
 		op.op.Response = typed(q, "google.cloud.tpu.v2.QueuedResource")
+	case "nodes.performMaintenance", "queuedResources.performMaintenanceQueuedResource":
+		s.finishMaintenance(op, status) // maintenance.go
+	case "nodes.patch":
+		s.finishPatch(op) // maintenance.go
 	}
 	op.op.Done = true
 	op.op.Error = status

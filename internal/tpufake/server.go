@@ -109,6 +109,7 @@ type Server struct {
 	idSeq    int64
 	rules    []*rule
 	requests []Request
+	maint    maintState // maintenance.go
 }
 
 type rule struct {
@@ -144,6 +145,7 @@ func New(f Fleet, opts ...Option) *Server {
 		s.qrs[q.Name] = q
 		s.remember(q.Name)
 	}
+	s.seedMaintenance(f) // maintenance.go
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	if s.listener != nil {
 		s.srv.Listener.Close()
@@ -322,7 +324,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf("INVALID_ARGUMENT", "read body: %v", err))
 		return
 	}
-	rt := parseRoute(r)
+	rt := maintenanceRoute(r, parseRoute(r)) // maintenance.go
 
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{
@@ -359,6 +361,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		resp, e = s.getQueuedResource(rt.name)
 	case "queuedResources.reset":
 		resp, e = s.resetQueuedResource(rt.name)
+	case "nodes.patch", "nodes.getGuestAttributes", "nodes.performMaintenance", "queuedResources.performMaintenanceQueuedResource":
+		resp, e = s.serveMaintenance(rt, r, body) // maintenance.go
 	default:
 		e = errorf("UNIMPLEMENTED", "tpufake does not implement %s %s", r.Method, r.URL.Path)
 	}

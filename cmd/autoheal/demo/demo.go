@@ -15,3 +15,9 @@ var Fleet []byte
 //
 //go:embed incident.jsonl
 var Incident []byte
+
+// Maintenance is the fleet of the demo's second part: a node with an
+// upcoming maintenance notice (prepare, then maintain early).
+//
+//go:embed maintenance.json
+var Maintenance []byte

@@ -1,0 +1,119 @@
+package remediate
+
+import (
+	"context"
+	"fmt"
+
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+)
+
+// maintenanceHook runs the Maintainer (Handler.Maintenance) on a node the
+// node decision only records (READY): its upcoming maintenance may ask for
+// prepare or maintain. What the Maintainer did replaces the plain record.
+// quiet (a sweep) suppresses plain records; a record-once maintenance
+// observation is then written here, so it is not lost.
+//
+// Hook (one line, in Handler.process after the action switch):
+//
+//	if d.Action == ActionRecord && actErr == nil { actErr = h.maintenanceHook(ctx, ev, obs, &r, o.quiet) }
+func (h *Handler) maintenanceHook(ctx context.Context, ev events.Event, obs Observed, r *Record, quiet bool) error {
+	if h.Maintenance == nil || obs.Node == nil {
+		return nil
+	}
+	qr := obs.Node.QueuedResource
+	if obs.QueuedResource != nil && obs.QueuedResource.Name != "" {
+		qr = obs.QueuedResource.Name
+	}
+	mr, ok, err := h.Maintenance.Observe(ctx, ev, obs.Node, qr)
+	if !ok {
+		return nil
+	}
+	r.Action, r.Outcome = mr.Action, mr.Outcome
+	r.Reason = mr.Reason
+	r.Steps = append(r.Steps, mr.Steps...)
+	r.Warnings = append(r.Warnings, mr.Warnings...)
+	if r.Cause == "" || r.Cause == events.CauseUnknown {
+		r.Cause = mr.Cause
+	}
+	if quiet && r.Action == ActionRecord && err == nil {
+		_ = h.Recorder.Record(ctx, *r) // the sweep drops plain records; this one is new
+	}
+	return err
+}
+
+// DefaultZoneHintNodes bounds the nodes one zone hint looks at.
+const DefaultZoneHintNodes = 500
+
+// HandleZoneHint handles a Compute Engine entry about a TPU worker VM
+// (compute.instances.upcomingMaintenance, preempted, hostError,
+// terminateOnHostMaintenance on t1v-n-…-w-N): the instance does not name its
+// node, so the entry is only a hint to look now at every opted-in node of
+// ev.Node.Project and ev.Node.Zone, as a sweep does (level-triggered: the
+// nodes decide, the entry only says when to look). It lists at most
+// DefaultZoneHintNodes nodes and writes one record for the entry, besides
+// those of the nodes acted on. It returns an error only when the look was
+// cut short by a transient failure (the caller retries the entry).
+func (h *Handler) HandleZoneHint(ctx context.Context, ev events.Event) (SweepResult, error) {
+	var res SweepResult
+	r := h.newRecord(ev)
+	r.Node = ""
+	if ev.Node.Project == "" || ev.Node.Zone == "" {
+		r.Action, r.Reason = ActionReject, "zone hint names no project and zone"
+		_ = h.Recorder.Record(ctx, r)
+		res.Records = append(res.Records, r)
+		return res, nil
+	}
+	parent := ev.Node.Parent()
+	token, looked := "", 0
+	var lerr error
+	for looked < DefaultZoneHintNodes {
+		var nodes []*tpu.Node
+		var next string
+		lerr = h.step(ctx, &r, "list", parent, func() (string, error) {
+			var err error
+			nodes, next, err = h.TPU.ListNodes(ctx, parent, token)
+			return "", err
+		})
+		if lerr != nil {
+			break
+		}
+		for _, n := range nodes {
+			if n == nil || n.Labels[h.Config.LabelKey] != h.Config.LabelValue || looked >= DefaultZoneHintNodes {
+				continue
+			}
+			looked++
+			if rec, recorded := h.sweepNode(ctx, n.Name, n, "", true); recorded {
+				res.Records = append(res.Records, rec)
+			}
+		}
+		if next == "" {
+			res.Complete = true
+			break
+		}
+		token = next
+	}
+	res.Nodes = looked
+	instance := ev.ResourceLabels["instance_id"]
+	if ev.Worker != "" {
+		instance = "worker " + ev.Worker
+	}
+	r.Action = ActionRecord
+	r.Reason = fmt.Sprintf("zone hint (%s, %s): looked at %d opted-in nodes of %s", ev.Method, orUnspecified(instance), looked, parent)
+	if !res.Complete && lerr == nil {
+		r.Reason += fmt.Sprintf(" (bounded at %d; the sweep sees the rest)", DefaultZoneHintNodes)
+	}
+	var err error
+	if lerr != nil && !IsNotFound(lerr) {
+		r.Action, r.Reason, r.Err = ActionSkip, "zone hint: cannot list "+parent+": its nodes were not looked at", lerr.Error()
+		if IsTransient(lerr) {
+			err = fmt.Errorf("zone hint %s: %w", parent, lerr)
+		}
+	}
+	if rerr := h.Recorder.Record(ctx, r); rerr != nil && err == nil {
+		err = &ActError{Step: "record", Node: parent, Transient: true, Err: rerr}
+	}
+	res.Records = append(res.Records, r)
+	return res, err
+}
