@@ -31,6 +31,8 @@ import (
 //	holds/{node key}       a node a user terminated: never recovered while held
 //	events/{event key}     a processed event id; expireAt drives a TTL policy
 //	state/sweep            the sweep cursor
+//	breakers/{zone}        the zone's storm breaker: recent starts, trip mark
+//	pauses/{pause key}     a person's pause of a project, zone or node
 //
 // A node key is the resource name with '/' replaced by '~' (names never
 // contain '~'); any other id that is not a safe document id is replaced by
@@ -42,6 +44,8 @@ const (
 	CollectionHolds      = "holds"
 	CollectionEvents     = "events"
 	CollectionState      = "state"
+	CollectionBreakers   = "breakers"
+	CollectionPauses     = "pauses"
 
 	// EventExpireField is the field of an events document a Firestore TTL
 	// policy on the events collection group deletes it by.
@@ -57,9 +61,10 @@ const (
 // loser reads again and gets ErrClaimed or the cap. It is safe for concurrent
 // use, also from many processes.
 type Firestore struct {
-	client *firestore.Client
-	clock  func() time.Time
-	prefix string
+	client  *firestore.Client
+	clock   func() time.Time
+	prefix  string
+	holdTTL time.Duration
 }
 
 var _ remediate.Store = (*Firestore)(nil)
@@ -69,7 +74,7 @@ var _ remediate.Store = (*Firestore)(nil)
 // accepts any database id.
 func NewFirestore(client *firestore.Client, opts ...Option) *Firestore {
 	o := buildOptions(opts)
-	return &Firestore{client: client, clock: o.clock, prefix: o.prefix}
+	return &Firestore{client: client, clock: o.clock, prefix: o.prefix, holdTTL: o.holdTTL}
 }
 
 func (f *Firestore) col(name string) *firestore.CollectionRef {
@@ -175,6 +180,10 @@ func fromSnapshot(s *firestore.DocumentSnapshot) (nodeLedger, error) {
 type projectDoc struct {
 	Project  string   `firestore:"project"`
 	InFlight []string `firestore:"inFlight"`
+	// PauseSeq is bumped by every pause of the project or one of its zones
+	// or nodes: a claim that read the project before the pause was written
+	// then fails its precondition and reads the pause.
+	PauseSeq int64 `firestore:"pauseSeq"`
 }
 
 func projectFromSnapshot(s *firestore.DocumentSnapshot) (projectDoc, error) {
@@ -189,7 +198,7 @@ func projectFromSnapshot(s *firestore.DocumentSnapshot) (projectDoc, error) {
 }
 
 func (p projectDoc) fields() map[string]any {
-	return map[string]any{"project": p.Project, "inFlight": p.InFlight}
+	return map[string]any{"project": p.Project, "inFlight": p.InFlight, "pauseSeq": p.PauseSeq}
 }
 
 func (p projectDoc) others(node string) int {
@@ -327,10 +336,14 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 		f.col(CollectionDeferrals).Doc(docID(node)),
 		f.col(CollectionHolds).Doc(docID(node)),
 	}
+	pauseKeys := pauseKeysFor(node)
+	for _, k := range pauseKeys {
+		refs = append(refs, f.pauseRef(k))
+	}
 	if eventID != "" {
 		refs = append(refs, f.col(CollectionEvents).Doc(docID(eventID)))
 	}
-	snaps, err := f.client.GetAll(ctx, refs)
+	snaps, err := f.client.GetAll(ctx, refs) // rest: firestore.projects.databases.documents.batchGet
 	if err != nil {
 		return remediate.History{}, fmt.Errorf("history of %s: %w", node, err)
 	}
@@ -361,12 +374,16 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 		if err := snaps[3].DataTo(&d); err != nil {
 			return h, fmt.Errorf("hold of %s: %w", node, err)
 		}
-		hd := d.hold()
-		h.Hold = &hd
+		if hd := d.hold(); !holdExpired(hd, now, f.holdTTL) {
+			h.Hold = &hd
+		}
 	}
-	if eventID != "" && snaps[4].Exists() {
+	if h.Pause, err = pauseIn(node, pauseKeys, snaps[4:4+len(pauseKeys)]); err != nil {
+		return h, err
+	}
+	if ev := snaps[len(snaps)-1]; eventID != "" && ev.Exists() {
 		var e eventDoc
-		if err := snaps[4].DataTo(&e); err != nil {
+		if err := ev.DataTo(&e); err != nil {
 			return h, fmt.Errorf("event %s: %w", eventID, err)
 		}
 		h.EventSeen = e.ExpireAt.After(now)
@@ -375,16 +392,31 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 }
 
 // Claim implements remediate.Store: read the node's and the project's
-// documents, apply the claim rules, and commit both conditionally on neither
-// having changed since; a lost race starts over from the read, where a
-// winner's live lease answers ErrClaimed.
+// documents, the zone's breaker and the pauses that could cover the node,
+// apply the claim rules and guards, and commit the node, project and breaker
+// documents conditionally on none having changed since; a lost race starts
+// over from the read, where a winner's live lease answers ErrClaimed. A
+// pause written meanwhile bumps the project (or, for a zone of every
+// project, the breaker) document, so it also makes the commit fail and is
+// seen on the next round. A refusal by the breaker writes only the breaker
+// document, and only on the one refusal that trips it (so exactly one
+// claimant sees Tripped).
 func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (remediate.Recovery, error) {
 	nodeRef := f.col(CollectionRecoveries).Doc(docID(req.Node))
 	projRef := f.col(CollectionProjects).Doc(docID(req.Project))
+	zone := claimZone(req)
+	refs := []*firestore.DocumentRef{nodeRef, projRef}
+	if zone != "" {
+		refs = append(refs, f.breakerRef(zone))
+	}
+	pauseKeys := pauseKeysFor(req.Node)
+	for _, k := range pauseKeys {
+		refs = append(refs, f.pauseRef(k))
+	}
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef, projRef}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, refs); err != nil { // rest: firestore.projects.databases.documents.batchGet
 			return remediate.Recovery{}, fmt.Errorf("claim %s: %w", req.Node, err)
 		}
 		cur, err := fromSnapshot(snaps[0])
@@ -395,8 +427,33 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 		if err != nil {
 			return remediate.Recovery{}, err
 		}
-		next, rec, err := claim(cur, proj.others(req.Node), req)
+		var b breakerState
+		var bsnap *firestore.DocumentSnapshot
+		if zone != "" {
+			bsnap = snaps[2]
+			if b, err = breakerFromSnapshot(bsnap); err != nil {
+				return remediate.Recovery{}, err
+			}
+		}
+		pause, err := pauseIn(req.Node, pauseKeys, snaps[len(snaps)-len(pauseKeys):])
 		if err != nil {
+			return remediate.Recovery{}, err
+		}
+		next, nb, writeBreaker, rec, err := claimGuarded(cur, proj.others(req.Node), pause, b, req)
+		var open *remediate.BreakerOpenError
+		switch {
+		case errors.As(err, &open) && writeBreaker:
+			// The trip: mark it, conditionally, so one claimant reports it.
+			if cerr := f.commit(ctx, write{bsnap, breakerFields(nb)}); cerr == nil {
+				return remediate.Recovery{}, err
+			} else if !lostRace(cerr) {
+				return remediate.Recovery{}, fmt.Errorf("claim %s: mark breaker of %s tripped: %w", req.Node, zone, cerr)
+			}
+			if err := sleepJitter(ctx, round); err != nil {
+				return remediate.Recovery{}, fmt.Errorf("claim %s: %w", req.Node, err)
+			}
+			continue
+		case err != nil:
 			return remediate.Recovery{}, err
 		}
 		doc, err := toDoc(next)
@@ -410,7 +467,11 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 			proj.InFlight = append(proj.InFlight, req.Node)
 		}
 		proj.Project = req.Project
-		err = f.commit(ctx, write{snaps[0], doc.fields()}, write{snaps[1], proj.fields()})
+		writes := []write{{snaps[0], doc.fields()}, {snaps[1], proj.fields()}}
+		if writeBreaker {
+			writes = append(writes, write{bsnap, breakerFields(nb)})
+		}
+		err = f.commit(ctx, writes...)
 		if err == nil {
 			return rec, nil
 		}

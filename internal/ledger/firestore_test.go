@@ -19,6 +19,8 @@ func TestWrittenFieldsMatchStoredStruct(t *testing.T) {
 	}{
 		{"recovery", recoveryDoc{}, recoveryDoc{}.fields()},
 		{"project", projectDoc{}, projectDoc{}.fields()},
+		{"breaker", breakerDoc{}, breakerFields(breakerState{})},
+		{"pause", pauseDoc{}, pauseDoc{}.fields()},
 	} {
 		var want, got []string
 		rt := reflect.TypeOf(tc.doc)
