@@ -88,13 +88,16 @@ func breakerAdmit(b breakerState, zone string, now time.Time, cfg remediate.Conf
 		}
 		return b, false, open
 	}
+	// Appending in place is safe: the caller saves the result or drops it,
+	// and the slots past len(starts) belong to no saved state.
 	next = b
-	next.Starts = make([]time.Time, 0, len(starts)+1)
-	next.Starts = append(next.Starts, starts...)
-	i := sort.Search(len(next.Starts), func(i int) bool { return next.Starts[i].After(now) })
-	next.Starts = append(next.Starts, time.Time{})
-	copy(next.Starts[i+1:], next.Starts[i:])
-	next.Starts[i] = now
+	if n := len(starts); n == 0 || !starts[n-1].After(now) {
+		next.Starts = append(starts, now)
+	} else {
+		i := sort.Search(n, func(i int) bool { return starts[i].After(now) })
+		next.Starts = make([]time.Time, 0, n+1)
+		next.Starts = append(append(append(next.Starts, starts[:i]...), now), starts[i:]...)
+	}
 	return next, true, nil
 }
 
