@@ -92,3 +92,23 @@ func NodeProjectZone(node string) (project, zone string) {
 	}
 	return parts[1], parts[3]
 }
+
+// pausedDecision turns a decision that would mutate the node (recreate,
+// reset, prepare, maintain) into a skip while the pause covers it. The skip
+// is looked at again later (Due), so a node paused in the middle of an
+// incident is healed once the pause is lifted, without waiting for a sweep
+// to list its zone. Every other decision (record, defer, reject, skip) is
+// kept: it mutates nothing.
+func pausedDecision(d Decision, p Pause, now time.Time) Decision {
+	switch d.Action {
+	case ActionRecreate, ActionReset, ActionPrepare, ActionMaintain:
+	default:
+		return d
+	}
+	due := now.Add(maxInFlightWait)
+	return Decision{
+		Action: ActionSkip,
+		Due:    due,
+		Reason: fmt.Sprintf("%s; would %s: %s; look again at %s", p.Why(), d.Action, d.Reason, due.UTC().Format(time.RFC3339)),
+	}
+}
