@@ -44,7 +44,11 @@ func holdStatus(h remediate.Hold, now time.Time, ttl time.Duration) HoldStatus {
 	if ttl <= 0 {
 		ttl = remediate.DefaultHoldTTL
 	}
-	return HoldStatus{Hold: h, Expires: h.Since.Add(ttl), Expired: holdExpired(h, now, ttl)}
+	exp := h.Since.Add(ttl)
+	if h.Since.After(now.Add(ttl)) {
+		exp = now // dated too far ahead: ignored already, and its Since+TTL may not even print
+	}
+	return HoldStatus{Hold: h, Expires: exp, Expired: holdExpired(h, now, ttl)}
 }
 
 func sortHolds(hs []HoldStatus) {

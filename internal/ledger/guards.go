@@ -191,7 +191,7 @@ func holdExpired(h remediate.Hold, now time.Time, ttl time.Duration) bool {
 // HoldStatus is a hold as `autoheal status` lists it.
 type HoldStatus struct {
 	remediate.Hold
-	Expires time.Time // when History stops returning it
+	Expires time.Time // when History stops returning it (now, for a hold dated more than the TTL ahead)
 	Expired bool      // already ignored
 }
 

@@ -352,7 +352,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 		}
 		want := []ledger.HoldStatus{
 			{Hold: old, Expires: t0.Add(ttl), Expired: false},
-			{Hold: forged, Expires: forged.Since.Add(ttl), Expired: true},
+			{Hold: forged, Expires: t0.Add(time.Hour), Expired: true},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Holds (-want +got):\n%s", diff)
