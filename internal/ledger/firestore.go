@@ -32,7 +32,9 @@ import (
 //	events/{event key}     a processed event id; expireAt drives a TTL policy
 //	state/sweep            the sweep cursor
 //	breakers/{zone}        the zone's storm breaker: recent starts, trip mark
-//	pauses/{pause key}     a person's pause of a project, zone or node
+//	state/pauses           every pause (a person's off switch), in one small
+//	                       document so that each read of a node's history
+//	                       costs one document for them, however many exist
 //
 // A node key is the resource name with '/' replaced by '~' (names never
 // contain '~'); any other id that is not a safe document id is replaced by
@@ -45,7 +47,6 @@ const (
 	CollectionEvents     = "events"
 	CollectionState      = "state"
 	CollectionBreakers   = "breakers"
-	CollectionPauses     = "pauses"
 
 	// EventExpireField is the field of an events document a Firestore TTL
 	// policy on the events collection group deletes it by.
@@ -254,7 +255,7 @@ func (f *Firestore) MarkEvent(ctx context.Context, id string, expire time.Time) 
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{ref}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{ref}); err != nil { // rest: firestore.projects.databases.documents.batchGet
 			return false, fmt.Errorf("mark event %s: %w", id, err)
 		}
 		if s := snaps[0]; s.Exists() {
@@ -298,6 +299,9 @@ type write struct {
 // each other's locks (the emulator's pessimistic locking turns that into
 // multi-second lock timeouts); the loser simply reads again.
 func (f *Firestore) commit(ctx context.Context, writes ...write) error {
+	// rest: firestore.projects.databases.documents.beginTransaction
+	// rest: firestore.projects.databases.documents.rollback
+	// rest: firestore.projects.databases.documents.commit
 	return f.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		for _, w := range writes {
 			var err error
@@ -336,10 +340,7 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 		f.col(CollectionDeferrals).Doc(docID(node)),
 		f.col(CollectionHolds).Doc(docID(node)),
 	}
-	pauseKeys := pauseKeysFor(node)
-	for _, k := range pauseKeys {
-		refs = append(refs, f.pauseRef(k))
-	}
+	refs = append(refs, f.pausesRef())
 	if eventID != "" {
 		refs = append(refs, f.col(CollectionEvents).Doc(docID(eventID)))
 	}
@@ -378,9 +379,11 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 			h.Hold = &hd
 		}
 	}
-	if h.Pause, err = pauseIn(node, pauseKeys, snaps[4:4+len(pauseKeys)]); err != nil {
+	pauses, err := pausesFromSnapshot(snaps[4])
+	if err != nil {
 		return h, err
 	}
+	h.Pause = pauses.covering(node)
 	if ev := snaps[len(snaps)-1]; eventID != "" && ev.Exists() {
 		var e eventDoc
 		if err := ev.DataTo(&e); err != nil {
@@ -409,10 +412,7 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 	if zone != "" {
 		refs = append(refs, f.breakerRef(zone))
 	}
-	pauseKeys := pauseKeysFor(req.Node)
-	for _, k := range pauseKeys {
-		refs = append(refs, f.pauseRef(k))
-	}
+	refs = append(refs, f.pausesRef())
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
@@ -435,11 +435,11 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 				return remediate.Recovery{}, err
 			}
 		}
-		pause, err := pauseIn(req.Node, pauseKeys, snaps[len(snaps)-len(pauseKeys):])
+		pauses, err := pausesFromSnapshot(snaps[len(snaps)-1])
 		if err != nil {
 			return remediate.Recovery{}, err
 		}
-		next, nb, writeBreaker, rec, err := claimGuarded(cur, proj.others(req.Node), pause, b, req)
+		next, nb, writeBreaker, rec, err := claimGuarded(cur, proj.others(req.Node), pauses.covering(req.Node), b, req)
 		var open *remediate.BreakerOpenError
 		switch {
 		case errors.As(err, &open) && writeBreaker:
@@ -503,7 +503,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef}); err != nil { // rest: firestore.projects.databases.documents.batchGet
 			return fmt.Errorf("update %s: %w", rec.Node, err)
 		}
 		cur, err := fromSnapshot(snaps[0])
@@ -522,7 +522,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 		if cur.Latest.Unfinished() && !next.Latest.Unfinished() {
 			// Finishing: the node leaves its project's in-flight set.
 			projRef := f.col(CollectionProjects).Doc(docID(cur.Latest.Project))
-			ps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{projRef})
+			ps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{projRef}) // rest: firestore.projects.databases.documents.batchGet
 			if err != nil {
 				return fmt.Errorf("update %s: %w", rec.Node, err)
 			}
@@ -551,7 +551,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 
 // Unfinished implements remediate.Store; recoveries are sorted by node name.
 func (f *Firestore) Unfinished(ctx context.Context) ([]remediate.Recovery, error) {
-	it := f.col(CollectionRecoveries).Where("unfinished", "==", true).Documents(ctx)
+	it := f.col(CollectionRecoveries).Where("unfinished", "==", true).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
 	defer it.Stop()
 	var out []remediate.Recovery
 	for {
@@ -584,7 +584,7 @@ func (f *Firestore) SetDeferral(ctx context.Context, d remediate.Deferral) error
 		return fmt.Errorf("set deferral: empty node")
 	}
 	doc := deferralDoc{Node: d.Node, Project: d.Project, Since: d.Since, Due: d.Due, Reason: d.Reason}
-	if _, err := f.col(CollectionDeferrals).Doc(docID(d.Node)).Set(ctx, doc); err != nil {
+	if _, err := f.col(CollectionDeferrals).Doc(docID(d.Node)).Set(ctx, doc); err != nil { // rest: firestore.projects.databases.documents.commit
 		return fmt.Errorf("set deferral of %s: %w", d.Node, err)
 	}
 	return nil
@@ -593,7 +593,7 @@ func (f *Firestore) SetDeferral(ctx context.Context, d remediate.Deferral) error
 // ClearDeferral implements remediate.Store; clearing an absent deferral is
 // not an error.
 func (f *Firestore) ClearDeferral(ctx context.Context, node string) error {
-	if _, err := f.col(CollectionDeferrals).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
+	if _, err := f.col(CollectionDeferrals).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound { // rest: firestore.projects.databases.documents.commit
 		return fmt.Errorf("clear deferral of %s: %w", node, err)
 	}
 	return nil
@@ -605,7 +605,7 @@ func (f *Firestore) SetHold(ctx context.Context, h remediate.Hold) error {
 		return fmt.Errorf("set hold: empty node")
 	}
 	doc := holdDoc{Node: h.Node, Project: h.Project, NodeID: h.NodeID, Since: h.Since, EventID: h.EventID, Reason: h.Reason}
-	if _, err := f.col(CollectionHolds).Doc(docID(h.Node)).Set(ctx, doc); err != nil {
+	if _, err := f.col(CollectionHolds).Doc(docID(h.Node)).Set(ctx, doc); err != nil { // rest: firestore.projects.databases.documents.commit
 		return fmt.Errorf("set hold of %s: %w", h.Node, err)
 	}
 	return nil
@@ -614,7 +614,7 @@ func (f *Firestore) SetHold(ctx context.Context, h remediate.Hold) error {
 // ClearHold implements remediate.Store; clearing an absent hold is not an
 // error.
 func (f *Firestore) ClearHold(ctx context.Context, node string) error {
-	if _, err := f.col(CollectionHolds).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
+	if _, err := f.col(CollectionHolds).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound { // rest: firestore.projects.databases.documents.commit
 		return fmt.Errorf("clear hold of %s: %w", node, err)
 	}
 	return nil
@@ -623,7 +623,7 @@ func (f *Firestore) ClearHold(ctx context.Context, node string) error {
 // DueDeferrals implements remediate.Store; deferrals are sorted by due time,
 // then node name.
 func (f *Firestore) DueDeferrals(ctx context.Context, now time.Time) ([]remediate.Deferral, error) {
-	it := f.col(CollectionDeferrals).Where("due", "<=", now).OrderBy("due", firestore.Asc).Documents(ctx)
+	it := f.col(CollectionDeferrals).Where("due", "<=", now).OrderBy("due", firestore.Asc).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
 	defer it.Stop()
 	var out []remediate.Deferral
 	for {
@@ -650,7 +650,7 @@ func (f *Firestore) stateRef() *firestore.DocumentRef {
 
 // SweepCursor implements remediate.Store.
 func (f *Firestore) SweepCursor(ctx context.Context) (string, error) {
-	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.stateRef()})
+	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.stateRef()}) // rest: firestore.projects.databases.documents.batchGet
 	if err != nil {
 		return "", fmt.Errorf("read sweep cursor: %w", err)
 	}
@@ -667,7 +667,7 @@ func (f *Firestore) SweepCursor(ctx context.Context) (string, error) {
 
 // SetSweepCursor implements remediate.Store.
 func (f *Firestore) SetSweepCursor(ctx context.Context, cursor string) error {
-	if _, err := f.stateRef().Set(ctx, stateDoc{Cursor: cursor, UpdatedAt: f.clock()}); err != nil {
+	if _, err := f.stateRef().Set(ctx, stateDoc{Cursor: cursor, UpdatedAt: f.clock()}); err != nil { // rest: firestore.projects.databases.documents.commit
 		return fmt.Errorf("save sweep cursor: %w", err)
 	}
 	return nil

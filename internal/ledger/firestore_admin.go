@@ -9,8 +9,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/api/iterator"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
@@ -21,8 +19,8 @@ func (f *Firestore) breakerRef(zone string) *firestore.DocumentRef {
 	return f.col(CollectionBreakers).Doc(docID(zone))
 }
 
-func (f *Firestore) pauseRef(key string) *firestore.DocumentRef {
-	return f.col(CollectionPauses).Doc(docID(key))
+func (f *Firestore) pausesRef() *firestore.DocumentRef {
+	return f.col(CollectionState).Doc("pauses")
 }
 
 // breakerDoc is the breakers document of one zone.
@@ -76,34 +74,53 @@ func toPauseDoc(p remediate.Pause) pauseDoc {
 	return pauseDoc{Scope: string(p.Scope), Project: p.Project, Zone: p.Zone, Node: p.Node, Reason: p.Reason, By: p.By, Since: p.Since}
 }
 
-func pauseFromSnapshot(s *firestore.DocumentSnapshot) (remediate.Pause, bool, error) {
-	if s == nil || !s.Exists() {
-		return remediate.Pause{}, false, nil
-	}
-	var d pauseDoc
-	if err := s.DataTo(&d); err != nil {
-		return remediate.Pause{}, false, fmt.Errorf("read %s: %w", s.Ref.Path, err)
-	}
-	return d.pause(), true, nil
+// pausesDoc is the state/pauses document.
+type pausesDoc struct {
+	Pauses []pauseDoc `firestore:"pauses"`
 }
 
-// pauseIn returns the narrowest pause covering node among snaps, the pause
-// documents of keys in order.
-func pauseIn(node string, keys []string, snaps []*firestore.DocumentSnapshot) (*remediate.Pause, error) {
-	byKey := make(map[string]remediate.Pause, len(keys))
-	for i, k := range keys {
-		p, ok, err := pauseFromSnapshot(snaps[i])
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			byKey[k] = p
-		}
+// pauseSet is every pause, by pauseKey.
+type pauseSet map[string]remediate.Pause
+
+func pausesFromSnapshot(s *firestore.DocumentSnapshot) (pauseSet, error) {
+	set := pauseSet{}
+	if s == nil || !s.Exists() {
+		return set, nil
 	}
-	return narrowestPause(node, keys, func(k string) (remediate.Pause, bool) {
-		p, ok := byKey[k]
+	var d pausesDoc
+	if err := s.DataTo(&d); err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.Ref.Path, err)
+	}
+	for _, pd := range d.Pauses {
+		p := pd.pause()
+		set[pauseKey(p)] = p
+	}
+	return set, nil
+}
+
+// covering returns the narrowest pause of the set covering node, or nil.
+func (ps pauseSet) covering(node string) *remediate.Pause {
+	return narrowestPause(node, pauseKeysFor(node), func(k string) (remediate.Pause, bool) {
+		p, ok := ps[k]
 		return p, ok
-	}), nil
+	})
+}
+
+func (ps pauseSet) sorted() []remediate.Pause {
+	out := make([]remediate.Pause, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p)
+	}
+	sortPauses(out)
+	return out
+}
+
+func (ps pauseSet) fields() map[string]any {
+	docs := []pauseDoc{}
+	for _, p := range ps.sorted() {
+		docs = append(docs, toPauseDoc(p))
+	}
+	return map[string]any{"pauses": docs}
 }
 
 // pauseGuardRef is the document every claim the pause covers writes
@@ -125,7 +142,7 @@ func (f *Firestore) SetPause(ctx context.Context, p remediate.Pause) error {
 	if err := ValidatePause(p); err != nil {
 		return err
 	}
-	ref := f.pauseRef(pauseKey(p))
+	ref := f.pausesRef()
 	guard, isProject := f.pauseGuardRef(p)
 	var err error
 	for round := 0; round < casRounds; round++ {
@@ -156,7 +173,12 @@ func (f *Firestore) SetPause(ctx context.Context, p remediate.Pause) error {
 			b.PauseSeq++
 			guardFields = breakerFields(b)
 		}
-		if err = f.commit(ctx, write{snaps[0], toPauseDoc(p).fields()}, write{snaps[1], guardFields}); err == nil {
+		set, err := pausesFromSnapshot(snaps[0])
+		if err != nil {
+			return err
+		}
+		set[pauseKey(p)] = p
+		if err = f.commit(ctx, write{snaps[0], set.fields()}, write{snaps[1], guardFields}); err == nil {
 			return nil
 		}
 		if !lostRace(err) {
@@ -174,41 +196,52 @@ func (f *Firestore) ClearPause(ctx context.Context, p remediate.Pause) (bool, er
 	if err := ValidatePause(p); err != nil {
 		return false, err
 	}
-	ref := f.pauseRef(pauseKey(p))
-	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{ref}) // rest: firestore.projects.databases.documents.batchGet
-	if err != nil {
-		return false, fmt.Errorf("resume %s: %w", p.What(), err)
+	ref := f.pausesRef()
+	var err error
+	for round := 0; round < casRounds; round++ {
+		var snaps []*firestore.DocumentSnapshot
+		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{ref}); err != nil { // rest: firestore.projects.databases.documents.batchGet
+			return false, fmt.Errorf("resume %s: %w", p.What(), err)
+		}
+		set, err := pausesFromSnapshot(snaps[0])
+		if err != nil {
+			return false, err
+		}
+		k := pauseKey(p)
+		if _, ok := set[k]; !ok {
+			return false, nil
+		}
+		delete(set, k)
+		if err = f.commit(ctx, write{snaps[0], set.fields()}); err == nil {
+			return true, nil
+		}
+		if !lostRace(err) {
+			return false, fmt.Errorf("resume %s: %w", p.What(), err)
+		}
+		if err := sleepJitter(ctx, round); err != nil {
+			return false, fmt.Errorf("resume %s: %w", p.What(), err)
+		}
 	}
-	if !snaps[0].Exists() {
-		return false, nil
-	}
-	if _, err := ref.Delete(ctx); err != nil && status.Code(err) != codes.NotFound { // rest: firestore.projects.databases.documents.delete
-		return false, fmt.Errorf("resume %s: %w", p.What(), err)
-	}
-	return true, nil
+	return false, fmt.Errorf("resume %s: contention persisted: %w", p.What(), err)
 }
 
 // Pauses implements Admin.
 func (f *Firestore) Pauses(ctx context.Context) ([]remediate.Pause, error) {
-	var out []remediate.Pause
-	err := f.each(ctx, f.col(CollectionPauses).Documents(ctx), func(s *firestore.DocumentSnapshot) error {
-		p, ok, err := pauseFromSnapshot(s)
-		if ok {
-			out = append(out, p)
-		}
-		return err
-	})
+	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.pausesRef()}) // rest: firestore.projects.databases.documents.batchGet
 	if err != nil {
 		return nil, fmt.Errorf("list pauses: %w", err)
 	}
-	sortPauses(out)
-	return out, nil
+	set, err := pausesFromSnapshot(snaps[0])
+	if err != nil {
+		return nil, err
+	}
+	return set.sorted(), nil
 }
 
 // Holds implements Admin.
 func (f *Firestore) Holds(ctx context.Context, now time.Time) ([]HoldStatus, error) {
 	var out []HoldStatus
-	err := f.each(ctx, f.col(CollectionHolds).Documents(ctx), func(s *firestore.DocumentSnapshot) error {
+	err := f.each(ctx, f.col(CollectionHolds).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
 		var d holdDoc
 		if err := s.DataTo(&d); err != nil {
 			return fmt.Errorf("read %s: %w", s.Ref.Path, err)
@@ -259,7 +292,7 @@ func (f *Firestore) ResetBreaker(ctx context.Context, zone string) error {
 // OpenBreakers implements Admin.
 func (f *Firestore) OpenBreakers(ctx context.Context, now time.Time, cfg remediate.Config) ([]remediate.BreakerOpenError, error) {
 	var out []remediate.BreakerOpenError
-	err := f.each(ctx, f.col(CollectionBreakers).Documents(ctx), func(s *firestore.DocumentSnapshot) error {
+	err := f.each(ctx, f.col(CollectionBreakers).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
 		b, err := breakerFromSnapshot(s)
 		if err != nil {
 			return err
@@ -280,7 +313,7 @@ func (f *Firestore) OpenBreakers(ctx context.Context, now time.Time, cfg remedia
 func (f *Firestore) each(ctx context.Context, it *firestore.DocumentIterator, fn func(*firestore.DocumentSnapshot) error) error {
 	defer it.Stop()
 	for {
-		s, err := it.Next() // rest: firestore.projects.databases.documents.runQuery
+		s, err := it.Next()
 		if errors.Is(err, iterator.Done) {
 			return nil
 		}
@@ -297,8 +330,8 @@ func (f *Firestore) each(ctx context.Context, it *firestore.DocumentIterator, fn
 const HistoriesPage = 100
 
 // Histories implements Admin: one batched get per HistoriesPage nodes,
-// holding each node's recovery, deferral, hold and node pause documents,
-// plus the project's document and the zone and project pauses once.
+// holding each node's recovery, deferral and hold documents, plus the
+// project's document and the pauses document once.
 func (f *Firestore) Histories(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration) (map[string]remediate.History, error) {
 	out := make(map[string]remediate.History, len(nodes))
 	for start := 0; start < len(nodes); start += HistoriesPage {
@@ -322,6 +355,7 @@ func (f *Firestore) historiesPage(ctx context.Context, nodes []string, project s
 		return len(refs) - 1
 	}
 	projIdx := add(f.col(CollectionProjects).Doc(docID(project)))
+	pausesIdx := add(f.pausesRef())
 	type at struct{ rec, def, hold int }
 	pos := make([]at, len(nodes))
 	for i, n := range nodes {
@@ -330,15 +364,16 @@ func (f *Firestore) historiesPage(ctx context.Context, nodes []string, project s
 			def:  add(f.col(CollectionDeferrals).Doc(docID(n))),
 			hold: add(f.col(CollectionHolds).Doc(docID(n))),
 		}
-		for _, k := range pauseKeysFor(n) {
-			add(f.pauseRef(k))
-		}
 	}
 	snaps, err := f.client.GetAll(ctx, refs) // rest: firestore.projects.databases.documents.batchGet
 	if err != nil {
 		return fmt.Errorf("histories of %d nodes: %w", len(nodes), err)
 	}
 	proj, err := projectFromSnapshot(snaps[projIdx])
+	if err != nil {
+		return err
+	}
+	pauses, err := pausesFromSnapshot(snaps[pausesIdx])
 	if err != nil {
 		return err
 	}
@@ -368,14 +403,7 @@ func (f *Firestore) historiesPage(ctx context.Context, nodes []string, project s
 				h.Hold = &hd
 			}
 		}
-		keys := pauseKeysFor(n)
-		ps := make([]*firestore.DocumentSnapshot, len(keys))
-		for j, k := range keys {
-			ps[j] = snaps[index[f.pauseRef(k).Path]]
-		}
-		if h.Pause, err = pauseIn(n, keys, ps); err != nil {
-			return err
-		}
+		h.Pause = pauses.covering(n)
 		out[n] = h
 	}
 	return nil

@@ -21,6 +21,7 @@ func TestWrittenFieldsMatchStoredStruct(t *testing.T) {
 		{"project", projectDoc{}, projectDoc{}.fields()},
 		{"breaker", breakerDoc{}, breakerFields(breakerState{})},
 		{"pause", pauseDoc{}, pauseDoc{}.fields()},
+		{"pauses", pausesDoc{}, pauseSet{}.fields()},
 	} {
 		var want, got []string
 		rt := reflect.TypeOf(tc.doc)
