@@ -34,7 +34,10 @@ type Admin interface {
 	OpenBreakers(ctx context.Context, now time.Time, cfg remediate.Config) ([]remediate.BreakerOpenError, error)
 	// Histories is History (with no event id) for each of nodes, all of
 	// project, in one read: Firestore answers a page of nodes with one
-	// batched get.
+	// batched get of one small summary per node. One difference: the
+	// Recovery of a finished (done or abandoned) recovery carries no Spec
+	// (Decide reads the spec only of an unfinished recovery; History and
+	// Claim return it in full).
 	Histories(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration) (map[string]remediate.History, error)
 }
 

@@ -267,7 +267,7 @@ func (f *Firestore) MarkEvent(ctx context.Context, id string, expire time.Time) 
 				return false, nil
 			}
 		}
-		if err = f.commit(ctx, write{snaps[0], doc}); err == nil {
+		if err = f.commit(ctx, write{snap: snaps[0], data: doc}); err == nil {
 			return true, nil
 		}
 		if !lostRace(err) {
@@ -287,9 +287,14 @@ const casRounds = 32
 // write is one conditional write: the document read as snap is replaced by
 // data, on the condition that it was not changed (or, when snap shows no
 // document, not created) since.
+//
+// A write with no snap is an unconditional merge: the fields named in merge
+// of ref are set from data (a per-node summary, see summary.go).
 type write struct {
-	snap *firestore.DocumentSnapshot
-	data map[string]any
+	snap  *firestore.DocumentSnapshot
+	data  map[string]any
+	ref   *firestore.DocumentRef
+	merge []firestore.FieldPath
 }
 
 // commit applies writes atomically, all or none, in a transaction that only
@@ -305,6 +310,12 @@ func (f *Firestore) commit(ctx context.Context, writes ...write) error {
 	return f.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		for _, w := range writes {
 			var err error
+			if w.snap == nil {
+				if err := tx.Set(w.ref, w.data, firestore.Merge(w.merge...)); err != nil {
+					return err
+				}
+				continue
+			}
 			if w.snap.Exists() {
 				ups := make([]firestore.Update, 0, len(w.data))
 				for k, v := range w.data {
@@ -444,7 +455,7 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 		switch {
 		case errors.As(err, &open) && writeBreaker:
 			// The trip: mark it, conditionally, so one claimant reports it.
-			if cerr := f.commit(ctx, write{bsnap, breakerFields(nb)}); cerr == nil {
+			if cerr := f.commit(ctx, write{snap: bsnap, data: breakerFields(nb)}); cerr == nil {
 				return remediate.Recovery{}, err
 			} else if !lostRace(cerr) {
 				return remediate.Recovery{}, fmt.Errorf("claim %s: mark breaker of %s tripped: %w", req.Node, zone, cerr)
@@ -467,9 +478,9 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 			proj.InFlight = append(proj.InFlight, req.Node)
 		}
 		proj.Project = req.Project
-		writes := []write{{snaps[0], doc.fields()}, {snaps[1], proj.fields()}}
+		writes := []write{{snap: snaps[0], data: doc.fields()}, {snap: snaps[1], data: proj.fields()}, f.summaryRecWrite(doc)}
 		if writeBreaker {
-			writes = append(writes, write{bsnap, breakerFields(nb)})
+			writes = append(writes, write{snap: bsnap, data: breakerFields(nb)})
 		}
 		err = f.commit(ctx, writes...)
 		if err == nil {
@@ -518,7 +529,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 		if err != nil {
 			return err
 		}
-		writes := []write{{snaps[0], doc.fields()}}
+		writes := []write{{snap: snaps[0], data: doc.fields()}, f.summaryRecWrite(doc)}
 		if cur.Latest.Unfinished() && !next.Latest.Unfinished() {
 			// Finishing: the node leaves its project's in-flight set.
 			projRef := f.col(CollectionProjects).Doc(docID(cur.Latest.Project))
@@ -532,7 +543,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 			}
 			if slices.Contains(proj.InFlight, rec.Node) {
 				proj.InFlight = slices.DeleteFunc(proj.InFlight, func(n string) bool { return n == rec.Node })
-				writes = append(writes, write{ps[0], proj.fields()})
+				writes = append(writes, write{snap: ps[0], data: proj.fields()})
 			}
 		}
 		err = f.commit(ctx, writes...)
@@ -584,7 +595,7 @@ func (f *Firestore) SetDeferral(ctx context.Context, d remediate.Deferral) error
 		return fmt.Errorf("set deferral: empty node")
 	}
 	doc := deferralDoc{Node: d.Node, Project: d.Project, Since: d.Since, Due: d.Due, Reason: d.Reason}
-	if _, err := f.col(CollectionDeferrals).Doc(docID(d.Node)).Set(ctx, doc); err != nil { // rest: firestore.projects.databases.documents.commit
+	if err := f.setWithSummary(ctx, f.col(CollectionDeferrals).Doc(docID(d.Node)), doc, d.Node, "deferral", doc.fields()); err != nil {
 		return fmt.Errorf("set deferral of %s: %w", d.Node, err)
 	}
 	return nil
@@ -593,7 +604,7 @@ func (f *Firestore) SetDeferral(ctx context.Context, d remediate.Deferral) error
 // ClearDeferral implements remediate.Store; clearing an absent deferral is
 // not an error.
 func (f *Firestore) ClearDeferral(ctx context.Context, node string) error {
-	if _, err := f.col(CollectionDeferrals).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound { // rest: firestore.projects.databases.documents.commit
+	if err := f.setWithSummary(ctx, f.col(CollectionDeferrals).Doc(docID(node)), nil, node, "deferral", nil); err != nil {
 		return fmt.Errorf("clear deferral of %s: %w", node, err)
 	}
 	return nil
@@ -605,7 +616,7 @@ func (f *Firestore) SetHold(ctx context.Context, h remediate.Hold) error {
 		return fmt.Errorf("set hold: empty node")
 	}
 	doc := holdDoc{Node: h.Node, Project: h.Project, NodeID: h.NodeID, Since: h.Since, EventID: h.EventID, Reason: h.Reason}
-	if _, err := f.col(CollectionHolds).Doc(docID(h.Node)).Set(ctx, doc); err != nil { // rest: firestore.projects.databases.documents.commit
+	if err := f.setWithSummary(ctx, f.col(CollectionHolds).Doc(docID(h.Node)), doc, h.Node, "hold", doc.fields()); err != nil {
 		return fmt.Errorf("set hold of %s: %w", h.Node, err)
 	}
 	return nil
@@ -614,7 +625,7 @@ func (f *Firestore) SetHold(ctx context.Context, h remediate.Hold) error {
 // ClearHold implements remediate.Store; clearing an absent hold is not an
 // error.
 func (f *Firestore) ClearHold(ctx context.Context, node string) error {
-	if _, err := f.col(CollectionHolds).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound { // rest: firestore.projects.databases.documents.commit
+	if err := f.setWithSummary(ctx, f.col(CollectionHolds).Doc(docID(node)), nil, node, "hold", nil); err != nil {
 		return fmt.Errorf("clear hold of %s: %w", node, err)
 	}
 	return nil

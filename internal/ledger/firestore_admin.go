@@ -178,7 +178,7 @@ func (f *Firestore) SetPause(ctx context.Context, p remediate.Pause) error {
 			return err
 		}
 		set[pauseKey(p)] = p
-		if err = f.commit(ctx, write{snaps[0], set.fields()}, write{snaps[1], guardFields}); err == nil {
+		if err = f.commit(ctx, write{snap: snaps[0], data: set.fields()}, write{snap: snaps[1], data: guardFields}); err == nil {
 			return nil
 		}
 		if !lostRace(err) {
@@ -212,7 +212,7 @@ func (f *Firestore) ClearPause(ctx context.Context, p remediate.Pause) (bool, er
 			return false, nil
 		}
 		delete(set, k)
-		if err = f.commit(ctx, write{snaps[0], set.fields()}); err == nil {
+		if err = f.commit(ctx, write{snap: snaps[0], data: set.fields()}); err == nil {
 			return true, nil
 		}
 		if !lostRace(err) {
@@ -276,7 +276,7 @@ func (f *Firestore) ResetBreaker(ctx context.Context, zone string) error {
 			return err
 		}
 		b.Starts, b.TrippedUntil = nil, time.Time{}
-		if err = f.commit(ctx, write{snaps[0], breakerFields(b)}); err == nil {
+		if err = f.commit(ctx, write{snap: snaps[0], data: breakerFields(b)}); err == nil {
 			return nil
 		}
 		if !lostRace(err) {
@@ -329,9 +329,9 @@ func (f *Firestore) each(ctx context.Context, it *firestore.DocumentIterator, fn
 // HistoriesPage is how many nodes Firestore.Histories reads per batched get.
 const HistoriesPage = 100
 
-// Histories implements Admin: one batched get per HistoriesPage nodes,
-// holding each node's recovery, deferral and hold documents, plus the
-// project's document and the pauses document once.
+// Histories implements Admin: one batched get per HistoriesPage nodes of one
+// small summary document each (see summary.go), plus the project's and the
+// pauses document once.
 func (f *Firestore) Histories(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration) (map[string]remediate.History, error) {
 	out := make(map[string]remediate.History, len(nodes))
 	for start := 0; start < len(nodes); start += HistoriesPage {
@@ -343,7 +343,9 @@ func (f *Firestore) Histories(ctx context.Context, nodes []string, project strin
 	return out, nil
 }
 
-func (f *Firestore) historiesPage(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration, out map[string]remediate.History) error {
+// historiesPageFull is historiesPage from the full documents, for a ledger
+// whose summaries could not be backfilled.
+func (f *Firestore) historiesPageFull(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration, out map[string]remediate.History) error {
 	var refs []*firestore.DocumentRef
 	index := map[string]int{} // document path → position in refs
 	add := func(r *firestore.DocumentRef) int {

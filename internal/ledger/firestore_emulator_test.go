@@ -9,8 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/tpu-autoheal/autoheal/internal/emulator"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
@@ -65,4 +67,47 @@ func TestFirestoreMeetsStoreContract(t *testing.T) {
 			return ledger.NewFirestore(newClient(t), ledger.WithPrefix(prefix))
 		},
 	})
+}
+
+// A ledger written before per-node summaries existed: documents in their
+// old shape and no summaries. The first Histories backfills them.
+func TestFirestoreHistoriesBackfillsAnOldLedger(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("legacy%d_", collectionSeq.Add(1))
+	const node = "projects/proj-a/locations/us-central2-b/nodes/old"
+	key := "projects~proj-a~locations~us-central2-b~nodes~old"
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	spec := `{"acceleratorType":"v4-8","labels":{"tpu-autoheal":"enabled"}}`
+	docs := map[string]map[string]any{
+		"recoveries": {"node": node, "project": "proj-a", "action": "recreate", "phase": "deleted", "spec": spec,
+			"generation": 2, "holder": "h", "leaseUntil": t0.Add(time.Minute), "leaseMillis": int64(60000), "attempts": 1,
+			"startedAt": t0, "updatedAt": t0, "unfinished": true, "counted": true, "recreates": []time.Time{t0}},
+		"deferrals": {"node": node, "project": "proj-a", "since": t0, "due": t0.Add(time.Hour), "reason": "old deferral"},
+		"holds":     {"node": node, "project": "proj-a", "nodeId": int64(5), "since": t0, "eventId": "e", "reason": "old hold"},
+	}
+	for col, d := range docs {
+		if _, err := c.Collection(prefix+col).Doc(key).Set(ctx, d); err != nil {
+			t.Fatalf("write old %s: %v", col, err)
+		}
+	}
+	s := ledger.NewFirestore(c, ledger.WithPrefix(prefix))
+	got, err := s.Histories(ctx, []string{node}, "proj-a", t0.Add(time.Minute), 24*time.Hour)
+	if err != nil {
+		t.Fatalf("Histories: %v", err)
+	}
+	want, err := s.History(ctx, node, "proj-a", "", t0.Add(time.Minute), 24*time.Hour)
+	if err != nil {
+		t.Fatalf("History: %v", err)
+	}
+	if diff := cmp.Diff(want, got[node]); diff != "" {
+		t.Errorf("Histories of an old ledger (-History +Histories):\n%s", diff)
+	}
+	if h := got[node]; h.Recovery == nil || h.Recovery.Spec == nil || h.Deferral == nil || h.Hold == nil || len(h.Recreates) != 1 {
+		t.Errorf("Histories of an old ledger lost state: %+v", h)
+	}
+	snaps, err := c.Collection(prefix + ledger.CollectionSummaries).Doc(key).Get(ctx)
+	if err != nil || !snaps.Exists() {
+		t.Errorf("summary after backfill: %v; want it written", err)
+	}
 }

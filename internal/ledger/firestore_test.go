@@ -22,6 +22,8 @@ func TestWrittenFieldsMatchStoredStruct(t *testing.T) {
 		{"breaker", breakerDoc{}, breakerFields(breakerState{})},
 		{"pause", pauseDoc{}, pauseDoc{}.fields()},
 		{"pauses", pausesDoc{}, pauseSet{}.fields()},
+		{"deferral", deferralDoc{}, deferralDoc{}.fields()},
+		{"hold", holdDoc{}, holdDoc{}.fields()},
 	} {
 		var want, got []string
 		rt := reflect.TypeOf(tc.doc)

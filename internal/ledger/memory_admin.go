@@ -85,13 +85,17 @@ func (m *Memory) OpenBreakers(ctx context.Context, now time.Time, cfg remediate.
 	return out, nil
 }
 
-// Histories implements Admin: History of each node, without an event id.
+// Histories implements Admin: History of each node, without an event id
+// (and, as Admin says, without the spec of a finished recovery).
 func (m *Memory) Histories(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration) (map[string]remediate.History, error) {
 	out := make(map[string]remediate.History, len(nodes))
 	for _, n := range nodes {
 		h, err := m.History(ctx, n, project, "", now, window)
 		if err != nil {
 			return nil, err
+		}
+		if h.Recovery != nil && !h.Recovery.Unfinished() {
+			h.Recovery.Spec = nil // as Firestore's summaries
 		}
 		out[n] = h
 	}

@@ -364,6 +364,9 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 		a := admin(t, s)
 		finish(t, s, nodeA, "h1", t0)
 		mustClaim(t, s, req(nodeB, "h2", t0.Add(time.Hour)))
+		x := mustClaim(t, s, req(nodeX, "h3", t0.Add(time.Hour)))
+		x.Phase, x.Spec, x.UpdatedAt = remediate.PhaseDeleted, Spec(nodeX), t0.Add(time.Hour)
+		mustUpdate(t, s, x)
 		d := remediate.Deferral{Node: nodeC, Project: project, Since: t0, Due: t0.Add(time.Hour), Reason: "unhealthy"}
 		if err := s.SetDeferral(ctx, d); err != nil {
 			t.Fatalf("SetDeferral: %v", err)
@@ -374,7 +377,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 		if err := a.SetPause(ctx, remediate.Pause{Scope: remediate.PauseNode, Node: nodeB, Reason: "r", By: "b", Since: t0}); err != nil {
 			t.Fatalf("SetPause: %v", err)
 		}
-		nodes := []string{nodeA, nodeB, nodeC}
+		nodes := []string{nodeA, nodeB, nodeC, nodeX}
 		for i := 0; i < 150; i++ { // more than one page of a batched store
 			nodes = append(nodes, stormNode(i))
 		}
@@ -391,9 +394,29 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 			if err != nil {
 				t.Fatalf("History: %v", err)
 			}
+			if want.Recovery != nil && !want.Recovery.Unfinished() {
+				want.Recovery.Spec = nil // Histories leaves out the spec of a finished recovery
+			}
 			if diff := cmp.Diff(want, got[n]); diff != "" {
 				t.Errorf("Histories[%s] (-History +Histories):\n%s", n, diff)
 			}
+		}
+		if r := got[nodeX].Recovery; r == nil || cmp.Diff(Spec(nodeX), r.Spec) != "" {
+			t.Errorf("Histories lost the spec of an unfinished recovery: %+v", r)
+		}
+		// Clearing a deferral and a hold is seen too.
+		if err := s.ClearDeferral(ctx, nodeC); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ClearHold(ctx, nodeC); err != nil {
+			t.Fatal(err)
+		}
+		again, err := a.Histories(ctx, []string{nodeC}, project, now, 24*time.Hour)
+		if err != nil {
+			t.Fatalf("Histories: %v", err)
+		}
+		if again[nodeC].Deferral != nil || again[nodeC].Hold != nil {
+			t.Errorf("Histories after clearing the deferral and hold = %+v; want neither", again[nodeC])
 		}
 		if got[nodeA].Recovery == nil || got[nodeB].Pause == nil || got[nodeC].Deferral == nil || got[nodeC].Hold == nil || got[nodeA].InFlight != 1 {
 			t.Errorf("Histories lost state: A %+v, B %+v, C %+v", got[nodeA], got[nodeB], got[nodeC])
