@@ -111,3 +111,58 @@ func TestFirestoreHistoriesBackfillsAnOldLedger(t *testing.T) {
 		t.Errorf("summary after backfill: %v; want it written", err)
 	}
 }
+
+// BenchmarkFirestoreSweepRead reads the history of a page of 1,000 nodes
+// (a tenth with a finished recovery, a tenth deferred) node by node with
+// History, as the sweep did, and with one Histories call.
+func BenchmarkFirestoreSweepRead(b *testing.B) {
+	emulator.Require(b, emulator.Firestore)
+	c, err := firestore.NewClientWithDatabase(context.Background(), testProject, testDatabase)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	s := ledger.NewFirestore(c, ledger.WithPrefix(fmt.Sprintf("bench%d_", collectionSeq.Add(1))))
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cfg := remediate.DefaultConfig()
+	cfg.MaxInFlight, cfg.BreakerLimit = 0, 1<<30
+	nodes := make([]string, 1000)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("projects/p/locations/us-central2-b/nodes/n-%04d", i)
+		switch i % 10 {
+		case 0:
+			r, err := s.Claim(ctx, remediate.ClaimRequest{Node: nodes[i], Project: "p", Holder: "h", Now: t0, Action: remediate.ActionRecreate, Config: cfg})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Phase = remediate.PhaseDone
+			if err := s.Update(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		case 1:
+			if err := s.SetDeferral(ctx, remediate.Deferral{Node: nodes[i], Project: "p", Since: t0, Due: t0.Add(time.Hour)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if _, err := s.Histories(ctx, nodes[:1], "p", t0, time.Hour); err != nil { // backfill mark
+		b.Fatal(err)
+	}
+	b.Run("History per node", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for _, n := range nodes {
+				if _, err := s.History(ctx, n, "p", "", t0, time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("Histories", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := s.Histories(ctx, nodes, "p", t0, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
