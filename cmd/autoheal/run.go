@@ -23,6 +23,10 @@ Usage:
   autoheal publish --topic projects/P/topics/T FILE... | -   send entries to Pub/Sub
   autoheal publish --topic projects/P/topics/T --sweep       ask the function for a sweep
   autoheal version                          print the module version and VCS revision
+  autoheal pause  [--project P] [--zone Z] [--node N] --reason TEXT --ledger-project H   stop healing now
+  autoheal resume [--project P] [--zone Z] [--node N] --ledger-project H                 lift a pause
+  autoheal status --ledger-project H [--node N [--spec]]   pauses, holds, open breakers, unfinished recoveries
+  autoheal breaker reset --zone Z --ledger-project H       close a zone's storm breaker
 
 Run "autoheal COMMAND -h" for a command's flags.
 Try it with no credentials at all:
@@ -65,6 +69,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runPublish(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		return runVersion(rest, stdout)
+	case "pause":
+		return runPause(ctx, rest, stdout, stderr)
+	case "resume":
+		return runResume(ctx, rest, stdout, stderr)
+	case "status":
+		return runStatus(ctx, rest, stdout, stderr)
+	case "breaker":
+		return runBreaker(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return nil

@@ -230,3 +230,33 @@ func decodeNode(s string) (*tpu.Node, error) {
 	}
 	return &n, nil
 }
+
+// claimGuarded is claim with the fleet-wide guards around it: a pause
+// covering the node refuses every claim, takeovers included (a person said
+// stop); a new claim of a recreate or reset that passed the per-node rules
+// is counted in the zone's storm breaker, or refused when it is open. A
+// takeover is never refused by the breaker: finishing a recovery already
+// started is never worse than leaving the node deleted, and it was counted
+// when it started.
+//
+// It returns the node's next ledger and, when writeBreaker, the breaker
+// state to save, also with a refusal (a Tripped refusal marks the trip).
+func claimGuarded(n nodeLedger, inFlightOthers int, pause *remediate.Pause, b breakerState, req remediate.ClaimRequest) (next nodeLedger, nextBreaker breakerState, writeBreaker bool, rec remediate.Recovery, err error) {
+	if pause != nil {
+		return n, b, false, remediate.Recovery{}, &remediate.PausedError{Pause: *pause}
+	}
+	takeover := n.Latest != nil && n.Latest.Unfinished()
+	next, rec, err = claim(n, inFlightOthers, req)
+	if err != nil || takeover || !countsForBreaker(req.Action) {
+		return next, b, false, rec, err
+	}
+	zone := claimZone(req)
+	if zone == "" {
+		return next, b, false, rec, nil
+	}
+	nb, write, open := breakerAdmit(b, zone, req.Now, req.Config)
+	if open != nil {
+		return n, nb, write, remediate.Recovery{}, open
+	}
+	return next, nb, write, rec, nil
+}

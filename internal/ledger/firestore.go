@@ -31,6 +31,10 @@ import (
 //	holds/{node key}       a node a user terminated: never recovered while held
 //	events/{event key}     a processed event id; expireAt drives a TTL policy
 //	state/sweep            the sweep cursor
+//	breakers/{zone}        the zone's storm breaker: recent starts, trip mark
+//	state/pauses           every pause (a person's off switch), in one small
+//	                       document so that each read of a node's history
+//	                       costs one document for them, however many exist
 //
 // A node key is the resource name with '/' replaced by '~' (names never
 // contain '~'); any other id that is not a safe document id is replaced by
@@ -42,6 +46,7 @@ const (
 	CollectionHolds      = "holds"
 	CollectionEvents     = "events"
 	CollectionState      = "state"
+	CollectionBreakers   = "breakers"
 
 	// EventExpireField is the field of an events document a Firestore TTL
 	// policy on the events collection group deletes it by.
@@ -57,9 +62,10 @@ const (
 // loser reads again and gets ErrClaimed or the cap. It is safe for concurrent
 // use, also from many processes.
 type Firestore struct {
-	client *firestore.Client
-	clock  func() time.Time
-	prefix string
+	client  *firestore.Client
+	clock   func() time.Time
+	prefix  string
+	holdTTL time.Duration
 }
 
 var _ remediate.Store = (*Firestore)(nil)
@@ -69,7 +75,7 @@ var _ remediate.Store = (*Firestore)(nil)
 // accepts any database id.
 func NewFirestore(client *firestore.Client, opts ...Option) *Firestore {
 	o := buildOptions(opts)
-	return &Firestore{client: client, clock: o.clock, prefix: o.prefix}
+	return &Firestore{client: client, clock: o.clock, prefix: o.prefix, holdTTL: o.holdTTL}
 }
 
 func (f *Firestore) col(name string) *firestore.CollectionRef {
@@ -175,6 +181,10 @@ func fromSnapshot(s *firestore.DocumentSnapshot) (nodeLedger, error) {
 type projectDoc struct {
 	Project  string   `firestore:"project"`
 	InFlight []string `firestore:"inFlight"`
+	// PauseSeq is bumped by every pause of the project or one of its zones
+	// or nodes: a claim that read the project before the pause was written
+	// then fails its precondition and reads the pause.
+	PauseSeq int64 `firestore:"pauseSeq"`
 }
 
 func projectFromSnapshot(s *firestore.DocumentSnapshot) (projectDoc, error) {
@@ -189,7 +199,7 @@ func projectFromSnapshot(s *firestore.DocumentSnapshot) (projectDoc, error) {
 }
 
 func (p projectDoc) fields() map[string]any {
-	return map[string]any{"project": p.Project, "inFlight": p.InFlight}
+	return map[string]any{"project": p.Project, "inFlight": p.InFlight, "pauseSeq": p.PauseSeq}
 }
 
 func (p projectDoc) others(node string) int {
@@ -245,7 +255,7 @@ func (f *Firestore) MarkEvent(ctx context.Context, id string, expire time.Time) 
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{ref}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{ref}); err != nil { // rest: firestore.projects.databases.documents.batchGet
 			return false, fmt.Errorf("mark event %s: %w", id, err)
 		}
 		if s := snaps[0]; s.Exists() {
@@ -257,7 +267,7 @@ func (f *Firestore) MarkEvent(ctx context.Context, id string, expire time.Time) 
 				return false, nil
 			}
 		}
-		if err = f.commit(ctx, write{snaps[0], doc}); err == nil {
+		if err = f.commit(ctx, write{snap: snaps[0], data: doc}); err == nil {
 			return true, nil
 		}
 		if !lostRace(err) {
@@ -277,9 +287,14 @@ const casRounds = 32
 // write is one conditional write: the document read as snap is replaced by
 // data, on the condition that it was not changed (or, when snap shows no
 // document, not created) since.
+//
+// A write with no snap is an unconditional merge: the fields named in merge
+// of ref are set from data (a per-node summary, see summary.go).
 type write struct {
-	snap *firestore.DocumentSnapshot
-	data map[string]any
+	snap  *firestore.DocumentSnapshot
+	data  map[string]any
+	ref   *firestore.DocumentRef
+	merge []firestore.FieldPath
 }
 
 // commit applies writes atomically, all or none, in a transaction that only
@@ -289,9 +304,18 @@ type write struct {
 // each other's locks (the emulator's pessimistic locking turns that into
 // multi-second lock timeouts); the loser simply reads again.
 func (f *Firestore) commit(ctx context.Context, writes ...write) error {
+	// rest: firestore.projects.databases.documents.beginTransaction
+	// rest: firestore.projects.databases.documents.rollback
+	// rest: firestore.projects.databases.documents.commit
 	return f.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		for _, w := range writes {
 			var err error
+			if w.snap == nil {
+				if err := tx.Set(w.ref, w.data, firestore.Merge(w.merge...)); err != nil {
+					return err
+				}
+				continue
+			}
 			if w.snap.Exists() {
 				ups := make([]firestore.Update, 0, len(w.data))
 				for k, v := range w.data {
@@ -327,10 +351,11 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 		f.col(CollectionDeferrals).Doc(docID(node)),
 		f.col(CollectionHolds).Doc(docID(node)),
 	}
+	refs = append(refs, f.pausesRef())
 	if eventID != "" {
 		refs = append(refs, f.col(CollectionEvents).Doc(docID(eventID)))
 	}
-	snaps, err := f.client.GetAll(ctx, refs)
+	snaps, err := f.client.GetAll(ctx, refs) // rest: firestore.projects.databases.documents.batchGet
 	if err != nil {
 		return remediate.History{}, fmt.Errorf("history of %s: %w", node, err)
 	}
@@ -361,12 +386,18 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 		if err := snaps[3].DataTo(&d); err != nil {
 			return h, fmt.Errorf("hold of %s: %w", node, err)
 		}
-		hd := d.hold()
-		h.Hold = &hd
+		if hd := d.hold(); !holdExpired(hd, now, f.holdTTL) {
+			h.Hold = &hd
+		}
 	}
-	if eventID != "" && snaps[4].Exists() {
+	pauses, err := pausesFromSnapshot(snaps[4])
+	if err != nil {
+		return h, err
+	}
+	h.Pause = pauses.covering(node)
+	if ev := snaps[len(snaps)-1]; eventID != "" && ev.Exists() {
 		var e eventDoc
-		if err := snaps[4].DataTo(&e); err != nil {
+		if err := ev.DataTo(&e); err != nil {
 			return h, fmt.Errorf("event %s: %w", eventID, err)
 		}
 		h.EventSeen = e.ExpireAt.After(now)
@@ -375,16 +406,28 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 }
 
 // Claim implements remediate.Store: read the node's and the project's
-// documents, apply the claim rules, and commit both conditionally on neither
-// having changed since; a lost race starts over from the read, where a
-// winner's live lease answers ErrClaimed.
+// documents, the zone's breaker and the pauses that could cover the node,
+// apply the claim rules and guards, and commit the node, project and breaker
+// documents conditionally on none having changed since; a lost race starts
+// over from the read, where a winner's live lease answers ErrClaimed. A
+// pause written meanwhile bumps the project (or, for a zone of every
+// project, the breaker) document, so it also makes the commit fail and is
+// seen on the next round. A refusal by the breaker writes only the breaker
+// document, and only on the one refusal that trips it (so exactly one
+// claimant sees Tripped).
 func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (remediate.Recovery, error) {
 	nodeRef := f.col(CollectionRecoveries).Doc(docID(req.Node))
 	projRef := f.col(CollectionProjects).Doc(docID(req.Project))
+	zone := claimZone(req)
+	refs := []*firestore.DocumentRef{nodeRef, projRef}
+	if zone != "" {
+		refs = append(refs, f.breakerRef(zone))
+	}
+	refs = append(refs, f.pausesRef())
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef, projRef}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, refs); err != nil { // rest: firestore.projects.databases.documents.batchGet
 			return remediate.Recovery{}, fmt.Errorf("claim %s: %w", req.Node, err)
 		}
 		cur, err := fromSnapshot(snaps[0])
@@ -395,8 +438,33 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 		if err != nil {
 			return remediate.Recovery{}, err
 		}
-		next, rec, err := claim(cur, proj.others(req.Node), req)
+		var b breakerState
+		var bsnap *firestore.DocumentSnapshot
+		if zone != "" {
+			bsnap = snaps[2]
+			if b, err = breakerFromSnapshot(bsnap); err != nil {
+				return remediate.Recovery{}, err
+			}
+		}
+		pauses, err := pausesFromSnapshot(snaps[len(snaps)-1])
 		if err != nil {
+			return remediate.Recovery{}, err
+		}
+		next, nb, writeBreaker, rec, err := claimGuarded(cur, proj.others(req.Node), pauses.covering(req.Node), b, req)
+		var open *remediate.BreakerOpenError
+		switch {
+		case errors.As(err, &open) && writeBreaker:
+			// The trip: mark it, conditionally, so one claimant reports it.
+			if cerr := f.commit(ctx, write{snap: bsnap, data: breakerFields(nb)}); cerr == nil {
+				return remediate.Recovery{}, err
+			} else if !lostRace(cerr) {
+				return remediate.Recovery{}, fmt.Errorf("claim %s: mark breaker of %s tripped: %w", req.Node, zone, cerr)
+			}
+			if err := sleepJitter(ctx, round); err != nil {
+				return remediate.Recovery{}, fmt.Errorf("claim %s: %w", req.Node, err)
+			}
+			continue
+		case err != nil:
 			return remediate.Recovery{}, err
 		}
 		doc, err := toDoc(next)
@@ -410,7 +478,11 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 			proj.InFlight = append(proj.InFlight, req.Node)
 		}
 		proj.Project = req.Project
-		err = f.commit(ctx, write{snaps[0], doc.fields()}, write{snaps[1], proj.fields()})
+		writes := []write{{snap: snaps[0], data: doc.fields()}, {snap: snaps[1], data: proj.fields()}, f.summaryRecWrite(doc)}
+		if writeBreaker {
+			writes = append(writes, write{snap: bsnap, data: breakerFields(nb)})
+		}
+		err = f.commit(ctx, writes...)
 		if err == nil {
 			return rec, nil
 		}
@@ -442,7 +514,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef}); err != nil { // rest: firestore.projects.databases.documents.batchGet
 			return fmt.Errorf("update %s: %w", rec.Node, err)
 		}
 		cur, err := fromSnapshot(snaps[0])
@@ -457,11 +529,11 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 		if err != nil {
 			return err
 		}
-		writes := []write{{snaps[0], doc.fields()}}
+		writes := []write{{snap: snaps[0], data: doc.fields()}, f.summaryRecWrite(doc)}
 		if cur.Latest.Unfinished() && !next.Latest.Unfinished() {
 			// Finishing: the node leaves its project's in-flight set.
 			projRef := f.col(CollectionProjects).Doc(docID(cur.Latest.Project))
-			ps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{projRef})
+			ps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{projRef}) // rest: firestore.projects.databases.documents.batchGet
 			if err != nil {
 				return fmt.Errorf("update %s: %w", rec.Node, err)
 			}
@@ -471,7 +543,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 			}
 			if slices.Contains(proj.InFlight, rec.Node) {
 				proj.InFlight = slices.DeleteFunc(proj.InFlight, func(n string) bool { return n == rec.Node })
-				writes = append(writes, write{ps[0], proj.fields()})
+				writes = append(writes, write{snap: ps[0], data: proj.fields()})
 			}
 		}
 		err = f.commit(ctx, writes...)
@@ -490,7 +562,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 
 // Unfinished implements remediate.Store; recoveries are sorted by node name.
 func (f *Firestore) Unfinished(ctx context.Context) ([]remediate.Recovery, error) {
-	it := f.col(CollectionRecoveries).Where("unfinished", "==", true).Documents(ctx)
+	it := f.col(CollectionRecoveries).Where("unfinished", "==", true).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
 	defer it.Stop()
 	var out []remediate.Recovery
 	for {
@@ -523,7 +595,7 @@ func (f *Firestore) SetDeferral(ctx context.Context, d remediate.Deferral) error
 		return fmt.Errorf("set deferral: empty node")
 	}
 	doc := deferralDoc{Node: d.Node, Project: d.Project, Since: d.Since, Due: d.Due, Reason: d.Reason}
-	if _, err := f.col(CollectionDeferrals).Doc(docID(d.Node)).Set(ctx, doc); err != nil {
+	if err := f.setWithSummary(ctx, f.col(CollectionDeferrals).Doc(docID(d.Node)), doc, d.Node, "deferral", doc.fields()); err != nil {
 		return fmt.Errorf("set deferral of %s: %w", d.Node, err)
 	}
 	return nil
@@ -532,7 +604,7 @@ func (f *Firestore) SetDeferral(ctx context.Context, d remediate.Deferral) error
 // ClearDeferral implements remediate.Store; clearing an absent deferral is
 // not an error.
 func (f *Firestore) ClearDeferral(ctx context.Context, node string) error {
-	if _, err := f.col(CollectionDeferrals).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
+	if err := f.setWithSummary(ctx, f.col(CollectionDeferrals).Doc(docID(node)), nil, node, "deferral", nil); err != nil {
 		return fmt.Errorf("clear deferral of %s: %w", node, err)
 	}
 	return nil
@@ -544,7 +616,7 @@ func (f *Firestore) SetHold(ctx context.Context, h remediate.Hold) error {
 		return fmt.Errorf("set hold: empty node")
 	}
 	doc := holdDoc{Node: h.Node, Project: h.Project, NodeID: h.NodeID, Since: h.Since, EventID: h.EventID, Reason: h.Reason}
-	if _, err := f.col(CollectionHolds).Doc(docID(h.Node)).Set(ctx, doc); err != nil {
+	if err := f.setWithSummary(ctx, f.col(CollectionHolds).Doc(docID(h.Node)), doc, h.Node, "hold", doc.fields()); err != nil {
 		return fmt.Errorf("set hold of %s: %w", h.Node, err)
 	}
 	return nil
@@ -553,7 +625,7 @@ func (f *Firestore) SetHold(ctx context.Context, h remediate.Hold) error {
 // ClearHold implements remediate.Store; clearing an absent hold is not an
 // error.
 func (f *Firestore) ClearHold(ctx context.Context, node string) error {
-	if _, err := f.col(CollectionHolds).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
+	if err := f.setWithSummary(ctx, f.col(CollectionHolds).Doc(docID(node)), nil, node, "hold", nil); err != nil {
 		return fmt.Errorf("clear hold of %s: %w", node, err)
 	}
 	return nil
@@ -562,7 +634,7 @@ func (f *Firestore) ClearHold(ctx context.Context, node string) error {
 // DueDeferrals implements remediate.Store; deferrals are sorted by due time,
 // then node name.
 func (f *Firestore) DueDeferrals(ctx context.Context, now time.Time) ([]remediate.Deferral, error) {
-	it := f.col(CollectionDeferrals).Where("due", "<=", now).OrderBy("due", firestore.Asc).Documents(ctx)
+	it := f.col(CollectionDeferrals).Where("due", "<=", now).OrderBy("due", firestore.Asc).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
 	defer it.Stop()
 	var out []remediate.Deferral
 	for {
@@ -589,7 +661,7 @@ func (f *Firestore) stateRef() *firestore.DocumentRef {
 
 // SweepCursor implements remediate.Store.
 func (f *Firestore) SweepCursor(ctx context.Context) (string, error) {
-	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.stateRef()})
+	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.stateRef()}) // rest: firestore.projects.databases.documents.batchGet
 	if err != nil {
 		return "", fmt.Errorf("read sweep cursor: %w", err)
 	}
@@ -606,7 +678,7 @@ func (f *Firestore) SweepCursor(ctx context.Context) (string, error) {
 
 // SetSweepCursor implements remediate.Store.
 func (f *Firestore) SetSweepCursor(ctx context.Context, cursor string) error {
-	if _, err := f.stateRef().Set(ctx, stateDoc{Cursor: cursor, UpdatedAt: f.clock()}); err != nil {
+	if _, err := f.stateRef().Set(ctx, stateDoc{Cursor: cursor, UpdatedAt: f.clock()}); err != nil { // rest: firestore.projects.databases.documents.commit
 		return fmt.Errorf("save sweep cursor: %w", err)
 	}
 	return nil

@@ -9,8 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/tpu-autoheal/autoheal/internal/emulator"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
@@ -53,6 +55,10 @@ func TestFirestoreMeetsStoreContract(t *testing.T) {
 	}
 	ledgertest.Run(t, newStore, ledgertest.Options{
 		Claimants: 64,
+		// Every claim of one zone commits the zone's breaker document:
+		// racers serialize on it, so the emulator storm is smaller.
+		StormClaims: 24,
+		StormLimit:  6,
 		// Each racer has its own client, as separate function instances do.
 		NewClaimant: func(t *testing.T, base remediate.Store) remediate.Store {
 			mu.Lock()
@@ -60,5 +66,103 @@ func TestFirestoreMeetsStoreContract(t *testing.T) {
 			mu.Unlock()
 			return ledger.NewFirestore(newClient(t), ledger.WithPrefix(prefix))
 		},
+	})
+}
+
+// A ledger written before per-node summaries existed: documents in their
+// old shape and no summaries. The first Histories backfills them.
+func TestFirestoreHistoriesBackfillsAnOldLedger(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("legacy%d_", collectionSeq.Add(1))
+	const node = "projects/proj-a/locations/us-central2-b/nodes/old"
+	key := "projects~proj-a~locations~us-central2-b~nodes~old"
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	spec := `{"acceleratorType":"v4-8","labels":{"tpu-autoheal":"enabled"}}`
+	docs := map[string]map[string]any{
+		"recoveries": {"node": node, "project": "proj-a", "action": "recreate", "phase": "deleted", "spec": spec,
+			"generation": 2, "holder": "h", "leaseUntil": t0.Add(time.Minute), "leaseMillis": int64(60000), "attempts": 1,
+			"startedAt": t0, "updatedAt": t0, "unfinished": true, "counted": true, "recreates": []time.Time{t0}},
+		"deferrals": {"node": node, "project": "proj-a", "since": t0, "due": t0.Add(time.Hour), "reason": "old deferral"},
+		"holds":     {"node": node, "project": "proj-a", "nodeId": int64(5), "since": t0, "eventId": "e", "reason": "old hold"},
+	}
+	for col, d := range docs {
+		if _, err := c.Collection(prefix+col).Doc(key).Set(ctx, d); err != nil {
+			t.Fatalf("write old %s: %v", col, err)
+		}
+	}
+	s := ledger.NewFirestore(c, ledger.WithPrefix(prefix))
+	got, err := s.Histories(ctx, []string{node}, "proj-a", t0.Add(time.Minute), 24*time.Hour)
+	if err != nil {
+		t.Fatalf("Histories: %v", err)
+	}
+	want, err := s.History(ctx, node, "proj-a", "", t0.Add(time.Minute), 24*time.Hour)
+	if err != nil {
+		t.Fatalf("History: %v", err)
+	}
+	if diff := cmp.Diff(want, got[node]); diff != "" {
+		t.Errorf("Histories of an old ledger (-History +Histories):\n%s", diff)
+	}
+	if h := got[node]; h.Recovery == nil || h.Recovery.Spec == nil || h.Deferral == nil || h.Hold == nil || len(h.Recreates) != 1 {
+		t.Errorf("Histories of an old ledger lost state: %+v", h)
+	}
+	snaps, err := c.Collection(prefix + ledger.CollectionSummaries).Doc(key).Get(ctx)
+	if err != nil || !snaps.Exists() {
+		t.Errorf("summary after backfill: %v; want it written", err)
+	}
+}
+
+// BenchmarkFirestoreSweepRead reads the history of a page of 1,000 nodes
+// (a tenth with a finished recovery, a tenth deferred) node by node with
+// History, as the sweep did, and with one Histories call.
+func BenchmarkFirestoreSweepRead(b *testing.B) {
+	emulator.Require(b, emulator.Firestore)
+	c, err := firestore.NewClientWithDatabase(context.Background(), testProject, testDatabase)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	s := ledger.NewFirestore(c, ledger.WithPrefix(fmt.Sprintf("bench%d_", collectionSeq.Add(1))))
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cfg := remediate.DefaultConfig()
+	cfg.MaxInFlight, cfg.BreakerLimit = 0, 1<<30
+	nodes := make([]string, 1000)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("projects/p/locations/us-central2-b/nodes/n-%04d", i)
+		switch i % 10 {
+		case 0:
+			r, err := s.Claim(ctx, remediate.ClaimRequest{Node: nodes[i], Project: "p", Holder: "h", Now: t0, Action: remediate.ActionRecreate, Config: cfg})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Phase = remediate.PhaseDone
+			if err := s.Update(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		case 1:
+			if err := s.SetDeferral(ctx, remediate.Deferral{Node: nodes[i], Project: "p", Since: t0, Due: t0.Add(time.Hour)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if _, err := s.Histories(ctx, nodes[:1], "p", t0, time.Hour); err != nil { // backfill mark
+		b.Fatal(err)
+	}
+	b.Run("History per node", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for _, n := range nodes {
+				if _, err := s.History(ctx, n, "p", "", t0, time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("Histories", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := s.Histories(ctx, nodes, "p", t0, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }

@@ -19,6 +19,11 @@ func TestWrittenFieldsMatchStoredStruct(t *testing.T) {
 	}{
 		{"recovery", recoveryDoc{}, recoveryDoc{}.fields()},
 		{"project", projectDoc{}, projectDoc{}.fields()},
+		{"breaker", breakerDoc{}, breakerFields(breakerState{})},
+		{"pause", pauseDoc{}, pauseDoc{}.fields()},
+		{"pauses", pausesDoc{}, pauseSet{}.fields()},
+		{"deferral", deferralDoc{}, deferralDoc{}.fields()},
+		{"hold", holdDoc{}, holdDoc{}.fields()},
 	} {
 		var want, got []string
 		rt := reflect.TypeOf(tc.doc)

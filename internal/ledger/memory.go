@@ -22,6 +22,16 @@ type Memory struct {
 	deferrals map[string]remediate.Deferral
 	holds     map[string]remediate.Hold
 	cursor    string
+	pauses    map[string]remediate.Pause // by pauseKey
+	breakers  map[string]*breakerState   // by zone
+	holdTTL   time.Duration
+	// inFlight counts the unfinished recoveries per project, kept by
+	// setNodeLocked so that History and Claim are O(1) in the number of
+	// nodes the ledger ever saw.
+	inFlight map[string]int
+	// deferralWrites counts SetDeferral calls that changed something (a
+	// test observes that unchanged deferrals are not rewritten).
+	deferralWrites int
 }
 
 var _ remediate.Store = (*Memory)(nil)
@@ -30,8 +40,16 @@ var _ remediate.Store = (*Memory)(nil)
 type Option func(*options)
 
 type options struct {
-	clock  func() time.Time
-	prefix string
+	clock   func() time.Time
+	prefix  string
+	holdTTL time.Duration
+}
+
+// WithHoldTTL sets how long a user hold lasts (Config.HoldTTL,
+// AUTOHEAL_HOLD_TTL; default remediate.DefaultHoldTTL): History ignores a
+// hold older than that, or dated further than that ahead of its now.
+func WithHoldTTL(ttl time.Duration) Option {
+	return func(o *options) { o.holdTTL = ttl }
 }
 
 // WithClock sets the clock MarkEvent compares event expiries with (default
@@ -56,6 +74,9 @@ func buildOptions(opts []Option) options {
 	if o.clock == nil {
 		o.clock = time.Now
 	}
+	if o.holdTTL <= 0 {
+		o.holdTTL = remediate.DefaultHoldTTL
+	}
 	return o
 }
 
@@ -68,7 +89,26 @@ func NewMemory(opts ...Option) *Memory {
 		nodes:     map[string]*nodeLedger{},
 		deferrals: map[string]remediate.Deferral{},
 		holds:     map[string]remediate.Hold{},
+		pauses:    map[string]remediate.Pause{},
+		breakers:  map[string]*breakerState{},
+		inFlight:  map[string]int{},
+		holdTTL:   o.holdTTL,
 	}
+}
+
+// setNodeLocked stores the node's next ledger and keeps the per-project
+// in-flight counts in step.
+func (m *Memory) setNodeLocked(node string, next *nodeLedger) {
+	if old := m.nodes[node]; old != nil && old.Latest != nil && old.Latest.Unfinished() {
+		m.inFlight[old.Latest.Project]--
+		if m.inFlight[old.Latest.Project] == 0 {
+			delete(m.inFlight, old.Latest.Project)
+		}
+	}
+	if next.Latest != nil && next.Latest.Unfinished() {
+		m.inFlight[next.Latest.Project]++
+	}
+	m.nodes[node] = next
 }
 
 // MarkEvent implements remediate.Store. A mark whose expiry has passed (by the
@@ -107,22 +147,28 @@ func (m *Memory) History(ctx context.Context, node, project, eventID string, now
 	if d, ok := m.deferrals[node]; ok {
 		h.Deferral = &d
 	}
-	if hd, ok := m.holds[node]; ok {
+	if hd, ok := m.holds[node]; ok && !holdExpired(hd, now, m.holdTTL) {
 		h.Hold = &hd
 	}
+	h.Pause = m.pauseLocked(node)
 	return h, nil
 }
 
 // inFlightLocked counts the unfinished recoveries in project of nodes other
-// than node.
+// than node, in O(1).
 func (m *Memory) inFlightLocked(project, node string) int {
-	c := 0
-	for name, n := range m.nodes {
-		if name != node && n.Latest != nil && n.Latest.Project == project && n.Latest.Unfinished() {
-			c++
-		}
+	c := m.inFlight[project]
+	if n := m.nodes[node]; n != nil && n.Latest != nil && n.Latest.Project == project && n.Latest.Unfinished() {
+		c--
 	}
 	return c
+}
+
+func (m *Memory) pauseLocked(node string) *remediate.Pause {
+	return narrowestPause(node, pauseKeysFor(node), func(k string) (remediate.Pause, bool) {
+		p, ok := m.pauses[k]
+		return p, ok
+	})
 }
 
 // Claim implements remediate.Store.
@@ -133,11 +179,19 @@ func (m *Memory) Claim(ctx context.Context, req remediate.ClaimRequest) (remedia
 	if n := m.nodes[req.Node]; n != nil {
 		cur = *n
 	}
-	next, rec, err := claim(cur, m.inFlightLocked(req.Project, req.Node), req)
+	var b breakerState
+	zone := claimZone(req)
+	if p := m.breakers[zone]; p != nil {
+		b = *p
+	}
+	next, nb, writeBreaker, rec, err := claimGuarded(cur, m.inFlightLocked(req.Project, req.Node), m.pauseLocked(req.Node), b, req)
+	if writeBreaker {
+		m.breakers[zone] = &nb
+	}
 	if err != nil {
 		return remediate.Recovery{}, err
 	}
-	m.nodes[req.Node] = &next
+	m.setNodeLocked(req.Node, &next)
 	return rec, nil
 }
 
@@ -154,7 +208,7 @@ func (m *Memory) Update(ctx context.Context, rec remediate.Recovery) error {
 	if err != nil {
 		return err
 	}
-	m.nodes[rec.Node] = &next
+	m.setNodeLocked(rec.Node, &next)
 	return nil
 }
 
@@ -179,7 +233,11 @@ func (m *Memory) SetDeferral(ctx context.Context, d remediate.Deferral) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.deferrals[d.Node]; ok && sameDeferral(old, d) {
+		return nil
+	}
 	m.deferrals[d.Node] = d
+	m.deferralWrites++
 	return nil
 }
 

@@ -40,6 +40,11 @@ func ParseSelector(s string) (key, value string, err error) {
 // See the decision table in the design document; every branch's reason says
 // which row or guard applied.
 func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config) Decision {
+	if h.Pause != nil { // a person's pause (ledger lane, #12): see pause.go
+		unpaused := h
+		unpaused.Pause = nil
+		return pausedDecision(Decide(ev, obs, unpaused, now, cfg), *h.Pause, now)
+	}
 	name := ev.Node.Name()
 	if name == "" {
 		return Decision{Action: ActionReject, Reason: "event names no node"}

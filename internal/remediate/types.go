@@ -232,6 +232,7 @@ type History struct {
 	InFlight  int         // the project's unfinished recoveries of other nodes
 	Deferral  *Deferral   // pending deferral of this node, nil if none
 	Hold      *Hold       // the node was terminated by a user, nil if not
+	Pause     *Pause      // the narrowest pause covering the node, nil if none
 }
 
 // TPU is the part of the TPU API the handler uses. Errors keep the API's
@@ -259,6 +260,7 @@ var (
 // ClaimRequest asks the store to start, or take over, a recovery.
 type ClaimRequest struct {
 	Node, Project string
+	Zone          string // the node's zone, for the storm breaker
 	Holder        string
 	Now           time.Time
 	Action        Action

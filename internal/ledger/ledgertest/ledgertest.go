@@ -31,6 +31,10 @@ type Options struct {
 	// NewClaimant, when set, returns the store a racing goroutine uses
 	// (e.g. one with its own client over the same database as base).
 	NewClaimant func(t *testing.T, base remediate.Store) remediate.Store
+	// StormClaims is how many distinct nodes of one zone claim at once in
+	// the storm breaker test (default 500), against StormLimit (default
+	// remediate.DefaultBreakerLimit).
+	StormClaims, StormLimit int
 }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -99,7 +103,14 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 	if opts.Claimants <= 0 {
 		opts.Claimants = 32
 	}
+	if opts.StormClaims <= 0 {
+		opts.StormClaims = 500
+	}
+	if opts.StormLimit <= 0 {
+		opts.StormLimit = remediate.DefaultBreakerLimit
+	}
 	ctx := context.Background()
+	runGuards(t, newStore, opts)
 
 	t.Run("event is first only once", func(t *testing.T) {
 		s := newStore(t)

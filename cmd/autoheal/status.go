@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tpu-autoheal/autoheal/internal/ledger"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+)
+
+const statusHelp = `Usage: autoheal status --ledger-project H [--format text|json]
+       autoheal status --ledger-project H --node projects/P/locations/Z/nodes/N [--spec]
+
+Lists what the deployed ledger holds that stops or is still doing work: pauses,
+user holds (with their expiry: a hold older than --hold-ttl is ignored),
+open storm breakers, and unfinished recoveries. With --node, what it knows of
+that node; with --spec, the node's saved spec as JSON (metadata values
+included: it is what a recreate would use).
+
+Flags:
+`
+
+// statusReport is status's JSON output. Specs are never in it (metadata
+// values stay in the ledger); status --node N --spec prints one.
+type statusReport struct {
+	Pauses       []remediate.Pause  `json:"pauses"`
+	Holds        []statusHold       `json:"holds"`
+	OpenBreakers []statusBreaker    `json:"openBreakers"`
+	Unfinished   []statusRecovery   `json:"unfinished"`
+	Node         *statusNodeHistory `json:"node,omitempty"`
+}
+
+type statusHold struct {
+	Node    string    `json:"node"`
+	NodeID  int64     `json:"nodeId,omitempty"`
+	Since   time.Time `json:"since"`
+	Expires time.Time `json:"expires"`
+	Expired bool      `json:"expired"`
+	EventID string    `json:"eventId,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+type statusBreaker struct {
+	Zone     string    `json:"zone"`
+	Started  int       `json:"started"`
+	Limit    int       `json:"limit"`
+	Window   string    `json:"window"`
+	Until    time.Time `json:"until"`
+	Reported bool      `json:"tripReported"`
+}
+
+type statusRecovery struct {
+	Node       string    `json:"node"`
+	Action     string    `json:"action"`
+	Phase      string    `json:"phase"`
+	Generation int       `json:"generation"`
+	Attempts   int       `json:"attempts"`
+	Holder     string    `json:"holder"`
+	LeaseUntil time.Time `json:"leaseUntil"`
+	StartedAt  time.Time `json:"startedAt"`
+	SpecSaved  bool      `json:"specSaved"`
+	LastError  string    `json:"lastError,omitempty"`
+}
+
+type statusNodeHistory struct {
+	Node      string           `json:"node"`
+	Recovery  *statusRecovery  `json:"recovery,omitempty"`
+	Recreates []time.Time      `json:"recreates"`
+	Deferral  *statusDeferral  `json:"deferral,omitempty"`
+	Hold      *remediate.Hold  `json:"hold,omitempty"`
+	Pause     *remediate.Pause `json:"pause,omitempty"`
+}
+
+type statusDeferral struct {
+	Due    time.Time `json:"due"`
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason"`
+}
+
+func recoveryStatus(r remediate.Recovery) statusRecovery {
+	return statusRecovery{
+		Node: r.Node, Action: string(r.Action), Phase: string(r.Phase), Generation: r.Generation, Attempts: r.Attempts,
+		Holder: r.Holder, LeaseUntil: r.LeaseUntil, StartedAt: r.StartedAt, SpecSaved: r.Spec != nil, LastError: r.LastError,
+	}
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("status", statusHelp, stderr)
+	lf := addLedgerFlags(fs)
+	format := fs.String("format", "text", "output `format`: text or json")
+	node := fs.String("node", "", "show this `node` (projects/P/locations/Z/nodes/N)")
+	spec := fs.Bool("spec", false, "with --node: print the node's saved spec as JSON")
+	breaker := fs.String("breaker", fmt.Sprintf("%d/%s", remediate.DefaultBreakerLimit, remediate.DefaultBreakerWindow), "the function's storm breaker `LIMIT/WINDOW` (AUTOHEAL_BREAKER), to tell which breakers are open")
+	window := fs.Duration("window", remediate.DefaultConfig().Window, "window of the recreates listed with --node (AUTOHEAL_WINDOW)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("status takes no arguments (got %q)", fs.Args())
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("--format %q: want text or json", *format)
+	}
+	if *spec && *node == "" {
+		return usagef("status --spec needs --node projects/P/locations/Z/nodes/N")
+	}
+	project, _ := remediate.NodeProjectZone(*node)
+	if *node != "" && project == "" {
+		return usagef("status --node %q: want projects/P/locations/Z/nodes/N", *node)
+	}
+	limit, bw, err := remediate.ParseBreaker(*breaker)
+	if err != nil {
+		return usagef("--breaker: %v", err)
+	}
+	if err := lf.check(); err != nil {
+		return err
+	}
+	store, closeFn, err := lf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	now := time.Now().UTC()
+
+	if *node != "" {
+		h, err := store.History(ctx, *node, project, "", now, *window)
+		if err != nil {
+			return fmt.Errorf("status of %s: %w", *node, err)
+		}
+		if *spec {
+			if h.Recovery == nil || h.Recovery.Spec == nil {
+				return fmt.Errorf("status %s: no saved spec in the ledger (no recovery of it saved one)", *node)
+			}
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(h.Recovery.Spec)
+		}
+		return printNodeStatus(stdout, *format, *node, h)
+	}
+
+	var rep statusReport
+	if rep.Pauses, err = store.Pauses(ctx); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	holds, err := store.Holds(ctx, now)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	for _, h := range holds {
+		rep.Holds = append(rep.Holds, statusHold{Node: h.Node, NodeID: h.NodeID, Since: h.Since, Expires: h.Expires, Expired: h.Expired, EventID: h.EventID, Reason: h.Reason})
+	}
+	cfg := remediate.DefaultConfig()
+	cfg.BreakerLimit, cfg.BreakerWindow = limit, bw
+	open, err := store.OpenBreakers(ctx, now, cfg)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	for _, b := range open {
+		rep.OpenBreakers = append(rep.OpenBreakers, statusBreaker{Zone: b.Zone, Started: b.Started, Limit: b.Limit, Window: b.Window.String(), Until: b.Until, Reported: b.Tripped})
+	}
+	un, err := store.Unfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	for _, r := range un {
+		rep.Unfinished = append(rep.Unfinished, recoveryStatus(r))
+	}
+	if *format == "json" {
+		return writeJSON(stdout, rep)
+	}
+	return printStatus(stdout, rep)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func printStatus(w io.Writer, rep statusReport) error {
+	p := &errWriter{w: w}
+	p.printf("pauses: %d\n", len(rep.Pauses))
+	for _, x := range rep.Pauses {
+		p.printf("  %s  by %s since %s: %s\n", x.What(), x.By, ts(x.Since), x.Reason)
+	}
+	p.printf("holds: %d\n", len(rep.Holds))
+	for _, h := range rep.Holds {
+		state := "expires " + ts(h.Expires)
+		if h.Expired {
+			state = "EXPIRED " + ts(h.Expires) + " (ignored)"
+		}
+		p.printf("  %s  since %s, %s: %s\n", h.Node, ts(h.Since), state, h.Reason)
+	}
+	p.printf("open breakers: %d\n", len(rep.OpenBreakers))
+	for _, b := range rep.OpenBreakers {
+		p.printf("  zone %s: %d starts within %s (limit %d), closes at %s or with: autoheal breaker reset --zone %s\n",
+			b.Zone, b.Started, b.Window, b.Limit, ts(b.Until), b.Zone)
+	}
+	p.printf("unfinished recoveries: %d\n", len(rep.Unfinished))
+	for _, r := range rep.Unfinished {
+		p.printf("  %s  %s gen %d %s, attempt %d, held by %s until %s", r.Node, r.Action, r.Generation, r.Phase, r.Attempts, r.Holder, ts(r.LeaseUntil))
+		if r.LastError != "" {
+			p.printf(": %s", r.LastError)
+		}
+		p.printf("\n")
+	}
+	return p.err
+}
+
+func printNodeStatus(w io.Writer, format, node string, h remediate.History) error {
+	st := statusNodeHistory{Node: node, Recreates: h.Recreates, Hold: h.Hold, Pause: h.Pause}
+	if h.Recovery != nil {
+		r := recoveryStatus(*h.Recovery)
+		st.Recovery = &r
+	}
+	if d := h.Deferral; d != nil {
+		st.Deferral = &statusDeferral{Due: d.Due, Since: d.Since, Reason: d.Reason}
+	}
+	if format == "json" {
+		return writeJSON(w, st)
+	}
+	p := &errWriter{w: w}
+	p.printf("node %s\n", node)
+	if st.Pause != nil {
+		p.printf("  paused: %s\n", st.Pause.Why())
+	}
+	if st.Hold != nil {
+		p.printf("  held since %s (event %s): %s\n", ts(st.Hold.Since), st.Hold.EventID, st.Hold.Reason)
+	}
+	if r := st.Recovery; r != nil {
+		p.printf("  recovery: %s gen %d %s, attempt %d, held by %s until %s, spec saved: %t", r.Action, r.Generation, r.Phase, r.Attempts, r.Holder, ts(r.LeaseUntil), r.SpecSaved)
+		if r.LastError != "" {
+			p.printf(": %s", r.LastError)
+		}
+		p.printf("\n")
+	} else {
+		p.printf("  recovery: none\n")
+	}
+	p.printf("  recreates in the window: %d\n", len(st.Recreates))
+	if d := st.Deferral; d != nil {
+		p.printf("  deferred until %s: %s\n", ts(d.Due), d.Reason)
+	}
+	return p.err
+}
+
+// errWriter keeps the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+var _ ledger.Admin = (*ledger.Memory)(nil)
