@@ -181,7 +181,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 			return fail(fmt.Errorf("firestore client for database %s: %w", cfg.FirestoreDatabase, err))
 		}
 		f.closers = append(f.closers, fc.Close)
-		d.store = ledger.NewFirestore(fc)
+		d.store = ledger.NewFirestore(fc, ledger.WithHoldTTL(cfg.HoldTTL))
 		if d.notices == nil {
 			d.notices = ledger.NewFirestoreNotices(fc) // maintenance.go
 		}

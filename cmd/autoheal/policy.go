@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
@@ -16,6 +18,7 @@ type policyFlags struct {
 	cfg           remediate.Config
 	selector      string
 	startupScript string
+	breaker       string
 }
 
 func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
@@ -32,6 +35,11 @@ func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
 	fs.IntVar(&p.cfg.MaxAttempts, "max-attempts", d.MaxAttempts, "attempts before a recovery failing permanently (not a stockout) is abandoned")
 	durationVar(fs, &p.cfg.Lease, "lease", d.Lease, "how `long` a recovery claim is held without renewal")
 	durationVar(fs, &p.cfg.EventTTL, "event-ttl", d.EventTTL, "how `long` processed event ids are remembered")
+	fs.StringVar(&p.breaker, "breaker", fmt.Sprintf("%d/%s", d.BreakerLimit, shortDuration(d.BreakerWindow)), "storm breaker `LIMIT/WINDOW`: at most LIMIT recreates and resets start in one zone within WINDOW")
+	durationVar(fs, &p.cfg.HoldTTL, "hold-ttl", d.HoldTTL, "how `long` a hold set by a user's termination lasts")
+	fs.StringVar(&p.cfg.MaintenanceMode, "maintenance", d.MaintenanceMode, "what a maintenance notice does: `off|prepare|early`")
+	durationVar(fs, &p.cfg.CheckpointTimeout, "checkpoint-timeout", d.CheckpointTimeout, "with --maintenance early: how `long` the checkpoint may take")
+	durationVar(fs, &p.cfg.ResumeWatch, "resume-watch", d.ResumeWatch, "how `long` a training-resumed report is waited for")
 	fs.StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on every recreated node, replacing its own (default: a node keeps its own, or gets the embedded resume-training.sh when it carries metadata autoheal-train-cmd)")
 	return p
 }
@@ -68,6 +76,22 @@ func (p *policyFlags) config() (remediate.Config, error) {
 	if cfg.MaxInFlight < 1 {
 		return cfg, usagef("--max-in-flight %d: must be at least 1", cfg.MaxInFlight)
 	}
+	if cfg.BreakerLimit, cfg.BreakerWindow, err = remediate.ParseBreaker(p.breaker); err != nil {
+		return cfg, usagef("--breaker: %v", err)
+	}
+	switch cfg.MaintenanceMode {
+	case remediate.MaintenanceOff, remediate.MaintenancePrepare, remediate.MaintenanceEarly:
+	default:
+		return cfg, usagef("--maintenance %q: want off, prepare or early", cfg.MaintenanceMode)
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"hold-ttl", cfg.HoldTTL}, {"checkpoint-timeout", cfg.CheckpointTimeout}, {"resume-watch", cfg.ResumeWatch}} {
+		if err := checkPositive(d.flag, d.v); err != nil {
+			return cfg, err
+		}
+	}
 	// The policy (remediate.StartupScriptFor): a script given here
 	// replaces every node's own; else a node carrying autoheal-train-cmd
 	// gets the embedded resume script; else it keeps its own.
@@ -92,4 +116,16 @@ func checkPositive(flagName string, d time.Duration) error {
 		return usagef("--%s %v: must be positive", flagName, d)
 	}
 	return nil
+}
+
+// shortDuration prints 1h for 1h0m0s and 30m for 30m0s, as a person writes it.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -189,7 +189,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// and leases made at an entry's time are judged at entries' times.
 	h := &remediate.Handler{
 		TPU:      tg.tpu,
-		Store:    ledger.NewMemory(ledger.WithClock(clockFn)),
+		Store:    ledger.NewMemory(ledger.WithClock(clockFn), ledger.WithHoldTTL(cfg.HoldTTL)),
 		Recorder: rec,
 		Config:   cfg,
 		Holder:   "autoheal-replay",
