@@ -30,17 +30,18 @@ func goContract(t *testing.T) []byte {
 	tpuPerms, hostPerms := derivedForContract(t)
 	pkgDirs, embeds := sourcePackages(t)
 	v := struct {
-		SinkFilter        string   `json:"sink_filter"`
-		SweepMessage      string   `json:"sweep_message"`
-		EntryPoint        string   `json:"entry_point"`
-		TPUPermissions    []string `json:"tpu_permissions"`
-		HostPermissions   []string `json:"host_permissions"`
-		SourcePackages    []string `json:"source_packages"`
-		SourceEmbeds      []string `json:"source_embeds"`
-		EventsCollection  string   `json:"events_collection"`
-		EventsExpireField string   `json:"events_expire_field"`
-		RecordLogName     string   `json:"record_log_name"`
-		RecordAppLabel    string   `json:"record_app_label"`
+		SinkFilter        string            `json:"sink_filter"`
+		SweepMessage      string            `json:"sweep_message"`
+		EntryPoint        string            `json:"entry_point"`
+		TPUPermissions    []string          `json:"tpu_permissions"`
+		HostPermissions   []string          `json:"host_permissions"`
+		SourcePackages    []string          `json:"source_packages"`
+		SourceEmbeds      []string          `json:"source_embeds"`
+		ConfigEnv         map[string]string `json:"config_env"`
+		EventsCollection  string            `json:"events_collection"`
+		EventsExpireField string            `json:"events_expire_field"`
+		RecordLogName     string            `json:"record_log_name"`
+		RecordAppLabel    string            `json:"record_app_label"`
 	}{
 		SinkFilter:        events.SinkFilter,
 		SweepMessage:      events.SweepMessage,
@@ -49,6 +50,7 @@ func goContract(t *testing.T) []byte {
 		HostPermissions:   hostPerms,
 		SourcePackages:    pkgDirs,
 		SourceEmbeds:      embeds,
+		ConfigEnv:         configEnv(t),
 		EventsCollection:  ledger.CollectionEvents,
 		EventsExpireField: ledger.EventExpireField,
 		RecordLogName:     record.LogName,
@@ -106,4 +108,16 @@ func sourcePackages(t *testing.T) (dirs, embeds []string) {
 	sort.Strings(dirs)
 	sort.Strings(embeds)
 	return dirs, embeds
+}
+
+// configEnv is every environment variable function.Config reads, with its
+// default ("" when it has none): the function's environment in Terraform
+// must be exactly these names.
+func configEnv(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for name, cv := range configVars(t) {
+		out[name] = cv.def
+	}
+	return out
 }

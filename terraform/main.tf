@@ -28,10 +28,6 @@ locals {
   events_expire_field = local.go_contract.events_expire_field
   record_log_name     = local.go_contract.record_log_name
   record_app_label    = local.go_contract.record_app_label
-
-  # Top-level directories that are never build inputs, skipped whole by the
-  # archive (version control, CI, the CLI, scripts, this module, test data).
-  source_skip_dirs = [".git", ".ci", ".github", "cmd", "docs", "scripts", "terraform", "testdata", ".terraform"]
 }
 
 locals {
@@ -59,10 +55,6 @@ locals {
     ]]),
     local.source_embeds,
   ))
-  # The archive is written under the root module's .terraform; when that
-  # sits inside the source root it is excluded by its own path as well.
-  archive_output   = abspath("${path.root}/.terraform/tmp/${var.name}-source.zip")
-  archive_self_rel = startswith(local.archive_output, "${local.source_root}/") ? [trimprefix(local.archive_output, "${local.source_root}/")] : []
 
   # The startup script's bucket and object (function/load.go's gcsRE).
   startup_script_parts = var.startup_script == "" ? [] : regex("^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])/(.+)$", var.startup_script)
@@ -324,18 +316,20 @@ resource "google_storage_bucket" "source" {
   depends_on = [google_project_service.apis]
 }
 
+# The archive is built from the listed files' contents, never by walking a
+# directory: it holds exactly local.source_files, wherever the root module
+# and its .terraform (where the zip is written) sit.
 data "archive_file" "source" {
   type        = "zip"
-  source_dir  = local.source_root
-  output_path = local.archive_output
-  # Everything under the root that is not a build input, as exact paths;
-  # the directories never built are skipped whole, and the output itself
-  # never goes in.
-  excludes = setunion(
-    setsubtract(fileset(local.source_root, "**"), local.source_files),
-    local.source_skip_dirs,
-    local.archive_self_rel,
-  )
+  output_path = "${path.root}/.terraform/tmp/${var.name}-source.zip"
+
+  dynamic "source" {
+    for_each = sort(local.source_files)
+    content {
+      filename = source.value
+      content  = file("${local.source_root}/${source.value}")
+    }
+  }
 }
 
 resource "google_storage_bucket_object" "source" {
