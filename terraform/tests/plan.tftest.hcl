@@ -13,33 +13,33 @@ mock_provider "google" {
 mock_provider "archive" {}
 
 override_resource {
-  target          = google_service_account.function
-  values          = { email = "tpu-autoheal-func@host-project.iam.gserviceaccount.com", name = "projects/host-project/serviceAccounts/tpu-autoheal-func@host-project.iam.gserviceaccount.com" }
+  target = google_service_account.function
+  values = { email = "tpu-autoheal-func@host-project.iam.gserviceaccount.com", name = "projects/host-project/serviceAccounts/tpu-autoheal-func@host-project.iam.gserviceaccount.com" }
 }
 
 override_resource {
-  target          = google_service_account.push
-  values          = { email = "tpu-autoheal-push@host-project.iam.gserviceaccount.com", name = "projects/host-project/serviceAccounts/tpu-autoheal-push@host-project.iam.gserviceaccount.com" }
+  target = google_service_account.push
+  values = { email = "tpu-autoheal-push@host-project.iam.gserviceaccount.com", name = "projects/host-project/serviceAccounts/tpu-autoheal-push@host-project.iam.gserviceaccount.com" }
 }
 
 override_resource {
-  target          = google_service_account.build
-  values          = { email = "tpu-autoheal-build@host-project.iam.gserviceaccount.com", id = "projects/host-project/serviceAccounts/tpu-autoheal-build@host-project.iam.gserviceaccount.com" }
+  target = google_service_account.build
+  values = { email = "tpu-autoheal-build@host-project.iam.gserviceaccount.com", id = "projects/host-project/serviceAccounts/tpu-autoheal-build@host-project.iam.gserviceaccount.com" }
 }
 
 override_resource {
-  target          = google_logging_project_sink.tpu
-  values          = { writer_identity = "serviceAccount:project-sink@logging.iam.gserviceaccount.com" }
+  target = google_logging_project_sink.tpu
+  values = { writer_identity = "serviceAccount:project-sink@logging.iam.gserviceaccount.com" }
 }
 
 override_resource {
-  target          = google_logging_folder_sink.tpu
-  values          = { writer_identity = "serviceAccount:folder-sink@logging.iam.gserviceaccount.com" }
+  target = google_logging_folder_sink.tpu
+  values = { writer_identity = "serviceAccount:folder-sink@logging.iam.gserviceaccount.com" }
 }
 
 override_resource {
-  target          = google_logging_organization_sink.tpu
-  values          = { writer_identity = "serviceAccount:org-sink@logging.iam.gserviceaccount.com" }
+  target = google_logging_organization_sink.tpu
+  values = { writer_identity = "serviceAccount:org-sink@logging.iam.gserviceaccount.com" }
 }
 
 variables {
@@ -327,5 +327,32 @@ run "enabled_and_not_dry_run_acts" {
   assert {
     condition     = google_cloudfunctions2_function.autoheal.service_config[0].environment_variables["AUTOHEAL_DRY_RUN"] == "false"
     error_message = "dry_run = false with enabled must set AUTOHEAL_DRY_RUN=false"
+  }
+}
+
+# A schedule the sweeps-stopped alert cannot read needs its own period.
+run "odd_schedule_needs_sweep_alert_after" {
+  command = plan
+
+  variables {
+    sweep_schedule = "0 * * * *"
+  }
+
+  expect_failures = [google_monitoring_alert_policy.sweeps_stopped]
+}
+
+run "limits_plan" {
+  command = plan
+
+  variables {
+    function_timeout_seconds = 600
+    lease                    = "10m1s"
+    sweep_budget             = "9m59s"
+    dead_letter_retention    = "2678400s"
+  }
+
+  assert {
+    condition     = google_pubsub_subscription.dead_letter.message_retention_duration == "2678400s" && google_pubsub_subscription.push.ack_deadline_seconds == 600
+    error_message = "values at the limits must plan and reach the subscriptions"
   }
 }
