@@ -924,12 +924,12 @@ resource "google_monitoring_dashboard" "autoheal" {
             align  = "ALIGN_SUM"
           },
           {
-            title  = "Time to recover (p50, p95)"
+            title  = "Time to recover (p95, seconds)"
             metric = google_logging_metric.time_to_recover.name
             filter = ""
             group  = []
             plot   = "LINE"
-            align  = "ALIGN_PERCENTILE_95"
+            align  = "ALIGN_DELTA"
           },
           {
             title  = "Maintenance notices prepared"
@@ -963,7 +963,7 @@ resource "google_monitoring_dashboard" "autoheal" {
                     aggregation = {
                       alignmentPeriod    = "3600s"
                       perSeriesAligner   = w.align
-                      crossSeriesReducer = w.align == "ALIGN_SUM" ? "REDUCE_SUM" : "REDUCE_PERCENTILE_95"
+                      crossSeriesReducer = w.align == "ALIGN_DELTA" ? "REDUCE_PERCENTILE_95" : "REDUCE_SUM"
                       groupByFields      = w.group
                     }
                   }

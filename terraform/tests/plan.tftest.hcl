@@ -356,3 +356,68 @@ run "limits_plan" {
     error_message = "values at the limits must plan and reach the subscriptions"
   }
 }
+
+# The dashboard and the alerts read the records the code writes.
+run "dashboard_and_alerts" {
+  command = plan
+
+  assert {
+    condition = toset([for t in jsondecode(google_monitoring_dashboard.autoheal.dashboard_json).mosaicLayout.tiles : t.widget.title]) == toset([
+      "Recoveries by outcome", "Time to recover (p95, seconds)", "Maintenance notices prepared", "Breaker trips by zone",
+    ])
+    error_message = "the dashboard must chart recoveries by outcome, time to recover, notices prepared and breaker trips"
+  }
+  assert {
+    condition = alltrue([for t in jsondecode(google_monitoring_dashboard.autoheal.dashboard_json).mosaicLayout.tiles :
+      anytrue([for m in [google_logging_metric.outcomes.name, google_logging_metric.time_to_recover.name, google_logging_metric.breaker_trips.name] :
+    strcontains(t.widget.xyChart.dataSets[0].timeSeriesQuery.timeSeriesFilter.filter, "metric.type=\"logging.googleapis.com/user/${m}\"")])])
+    error_message = "every dashboard chart must read one of the module's log-based metrics"
+  }
+  assert {
+    condition     = google_logging_metric.time_to_recover.metric_descriptor[0].value_type == "DISTRIBUTION" && google_logging_metric.time_to_recover.value_extractor == "EXTRACT(jsonPayload.timeToRecoverSeconds)"
+    error_message = "time to recover must be a distribution of jsonPayload.timeToRecoverSeconds"
+  }
+  assert {
+    condition     = strcontains(google_monitoring_alert_policy.recovery_failed.conditions[0].condition_matched_log[0].filter, "jsonPayload.outcome=(\"failed\" OR \"abandoned\")")
+    error_message = "the recovery alert must match failed and abandoned outcomes"
+  }
+  assert {
+    condition     = strcontains(google_monitoring_alert_policy.breaker_open.conditions[0].condition_matched_log[0].filter, "severity>=ERROR AND jsonPayload.reason=~\"^breaker open\"")
+    error_message = "the breaker alert must match ERROR records whose reason starts with breaker open"
+  }
+  assert {
+    condition     = strcontains(google_monitoring_alert_policy.startup_error.conditions[0].condition_matched_log[0].filter, "jsonPayload.message=~\"^tpu-autoheal cannot start\"") && strcontains(google_monitoring_alert_policy.startup_error.conditions[0].condition_matched_log[0].filter, "resource.labels.service_name=\"tpu-autoheal\"")
+    error_message = "the start-up alert must match the function's start-up error line"
+  }
+  assert {
+    condition     = strcontains(google_monitoring_alert_policy.dead_letter_backlog.conditions[0].condition_threshold[0].filter, "resource.label.subscription_id=\"tpu-autoheal-dead-letter\"") && google_monitoring_alert_policy.dead_letter_backlog.conditions[0].condition_threshold[0].threshold_value == 0
+    error_message = "the dead-letter alert must watch the dead-letter subscription's undelivered messages"
+  }
+  # Every minute by default: three intervals are 180 s.
+  assert {
+    condition     = strcontains(google_monitoring_alert_policy.sweeps_stopped.conditions[0].condition_prometheus_query_language[0].query, "${google_logging_metric.sweeps.name}\",\"monitored_resource\"=\"cloud_function\"}[180s]") && google_monitoring_alert_policy.sweeps_stopped.conditions[0].condition_prometheus_query_language[0].disable_metric_validation
+    error_message = "the sweeps-stopped alert must look for no sweep record over three one-minute intervals, without metric validation"
+  }
+  assert {
+    condition     = length([for p in [google_monitoring_alert_policy.recovery_failed, google_monitoring_alert_policy.breaker_open, google_monitoring_alert_policy.startup_error, google_monitoring_alert_policy.dead_letter_backlog, google_monitoring_alert_policy.sweeps_stopped] : p if p.notification_channels == null || length(coalesce(p.notification_channels, [])) == 0]) == 5
+    error_message = "with no notification_channels every alert still exists"
+  }
+}
+
+run "sweep_every_five_minutes" {
+  command = plan
+
+  variables {
+    sweep_schedule        = "*/5 * * * *"
+    notification_channels = ["projects/host-project/notificationChannels/42"]
+  }
+
+  assert {
+    condition     = strcontains(google_monitoring_alert_policy.sweeps_stopped.conditions[0].condition_prometheus_query_language[0].query, "[900s]")
+    error_message = "*/5 sweeps: the alert waits 900 s (three intervals)"
+  }
+  assert {
+    condition     = alltrue([for p in [google_monitoring_alert_policy.recovery_failed, google_monitoring_alert_policy.breaker_open, google_monitoring_alert_policy.startup_error, google_monitoring_alert_policy.dead_letter_backlog, google_monitoring_alert_policy.sweeps_stopped] : p.notification_channels == tolist(["projects/host-project/notificationChannels/42"])])
+    error_message = "every alert notifies notification_channels"
+  }
+}
