@@ -534,8 +534,10 @@ locals {
   )
   sweep_alert_after_seconds = var.sweep_alert_after_seconds != null ? var.sweep_alert_after_seconds : (local.sweep_period_minutes == null ? null : 3 * 60 * local.sweep_period_minutes)
   # PromQL over a log-based metric, in Cloud Monitoring's UTF-8 form, on
-  # both resource types records arrive with.
-  sweeps_promql = join(" and ", [
+  # both resource types records arrive with: absent on both. Each
+  # absent_over_time keeps its monitored_resource label, so the two are
+  # joined on no label ("and on()"), else they would never match.
+  sweeps_promql = join(" and on() ", [
     for rt in ["cloud_function", "cloud_run_revision"] :
     "absent_over_time({\"__name__\"=\"${local.metric_prefix}${var.name}/sweeps\",\"monitored_resource\"=\"${rt}\"}[${coalesce(local.sweep_alert_after_seconds, 180)}s])"
   ])

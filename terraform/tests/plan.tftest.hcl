@@ -421,3 +421,12 @@ run "sweep_every_five_minutes" {
     error_message = "every alert notifies notification_channels"
   }
 }
+
+run "sweeps_stopped_needs_both_resource_types_absent" {
+  command = plan
+
+  assert {
+    condition     = google_monitoring_alert_policy.sweeps_stopped.conditions[0].condition_prometheus_query_language[0].query == "absent_over_time({\"__name__\"=\"logging.googleapis.com/user/tpu-autoheal/sweeps\",\"monitored_resource\"=\"cloud_function\"}[180s]) and on() absent_over_time({\"__name__\"=\"logging.googleapis.com/user/tpu-autoheal/sweeps\",\"monitored_resource\"=\"cloud_run_revision\"}[180s])"
+    error_message = "the sweeps-stopped query must require no sweep record on either resource type, joined on no label"
+  }
+}
