@@ -2,8 +2,11 @@ package terraform_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -110,33 +113,62 @@ func terraformCLI(t *testing.T) (bin string, env []string) {
 			return bin, env
 		}
 	}
-	mirrorOnce.Do(func() {
-		dir := os.Getenv("TF_PROVIDER_MIRROR")
-		if dir == "" {
-			dir = filepath.Join(repoRoot(t), "..", "shared", "terraform-providers")
-		}
-		script := filepath.Join(dir, "use-mirror.sh")
-		if _, err := os.Stat(script); err != nil {
-			mirrorErr = fmt.Errorf("no provider mirror (%v): using the registry", err)
-			return
-		}
-		tmp, err := os.MkdirTemp("", "tf-mirror-")
-		if err != nil {
-			mirrorErr = err
-			return
-		}
-		out, err := exec.Command(script, tmp).Output()
-		if err != nil {
-			mirrorErr = fmt.Errorf("%s: %v", script, err)
-			return
-		}
-		mirrorConfig = strings.TrimSpace(string(out))
-	})
+	mirrorOnce.Do(func() { mirrorConfig, mirrorErr = unpackMirror(t) })
 	if mirrorErr != nil {
 		t.Log(mirrorErr)
 		return bin, env
 	}
 	return bin, append(env, "TF_CLI_CONFIG_FILE="+mirrorConfig)
+}
+
+// unpackMirror unpacks the provider mirror once into the same cache
+// scripts/terraform-check.sh uses (keyed by the archive's checksum) and
+// returns the path of its CLI configuration.
+func unpackMirror(t *testing.T) (string, error) {
+	dir := os.Getenv("TF_PROVIDER_MIRROR")
+	if dir == "" {
+		dir = filepath.Join(repoRoot(t), "..", "shared", "terraform-providers")
+	}
+	script := filepath.Join(dir, "use-mirror.sh")
+	tarball := filepath.Join(dir, "providers.tar.gz")
+	f, err := os.Open(tarball)
+	if err != nil {
+		return "", fmt.Errorf("no provider mirror (%v): using the registry", err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	cache := filepath.Join(base, "tpu-autoheal", "terraform-providers-"+hex.EncodeToString(h.Sum(nil))[:16])
+	rc := filepath.Join(cache, "terraformrc")
+	if _, err := os.Stat(rc); err == nil {
+		return rc, nil
+	}
+	tmp := fmt.Sprintf("%s.tmp%d", cache, os.Getpid())
+	defer os.RemoveAll(tmp)
+	if out, err := exec.Command(script, tmp).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s: %v\n%s", script, err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(tmp, "terraformrc"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "terraformrc"), bytes.ReplaceAll(b, []byte(tmp), []byte(cache)), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, cache); err != nil {
+		if _, serr := os.Stat(rc); serr == nil {
+			return rc, nil // another process won the race
+		}
+		return "", err
+	}
+	return rc, nil
 }
 
 var (
