@@ -1,7 +1,8 @@
 # tpu-autoheal: log sink -> Pub/Sub -> authenticated push -> Cloud Run
 # function (gen2) that checks each TPU node and records it or recreates it,
-# plus the sweep schedule, the Firestore ledger, least-privilege IAM,
-# log-based metrics and an alert. README.md explains the delivery design.
+# plus the sweep schedule, the Firestore ledger, least-privilege IAM derived
+# from the code, log-based metrics, a dashboard and alerts. README.md
+# explains the delivery design.
 #
 # The values the Go code owns come from go-contract.json, generated from the
 # Go code; the Go tests in this directory check that file and the rest of the
@@ -11,10 +12,12 @@ locals {
   # Values the Go code owns, generated from it into go-contract.json
   # (`go test ./terraform -update`): the sink filter (events.SinkFilter), the
   # sweep message (events.SweepMessage), the entry point (function.EntryPoint),
-  # the custom role's permissions (function.Permissions(): everything the
-  # function calls, nothing more), the processed-event collection and the
-  # expiry field its TTL policy deletes by (ledger), and the records' log name
-  # and app label (record). A test fails when the file is stale.
+  # the custom roles' permissions (derived from the `// rest:` methods the
+  # function's code calls, iam_test.go), the packages and embedded files the
+  # function compiles (go list -deps), function.Config's variables and
+  # defaults, the processed-event collection and the expiry field its TTL
+  # policy deletes by (ledger), and the records' log name and app label
+  # (record). A test fails when the file is stale.
   go_contract = jsondecode(file("${path.module}/go-contract.json"))
 
   sink_filter         = local.go_contract.sink_filter
