@@ -411,6 +411,7 @@ func readGCS(ctx context.Context, uri string, opts ...option.ClientOption) ([]by
 	if err != nil {
 		return nil, fmt.Errorf("storage client: %w", err)
 	}
+	// rest: storage.objects.get
 	resp, err := svc.Objects.Get(m[1], m[2]).Context(ctx).Download()
 	if err != nil {
 		return nil, fmt.Errorf("read object: %w", err)

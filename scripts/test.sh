@@ -82,6 +82,13 @@ shellcheck -s bats startup/test/*.bats
 log "bats"
 bats startup/test
 
+# --- Terraform (tf lane): init/validate/fmt of the module and examples,
+# terraform test with mock providers. Skips loudly without a terraform
+# binary, and fails then under CI=true.
+log "terraform"
+scripts/terraform-check.sh
+# --- end Terraform
+
 if ((${#skipped[@]} > 0)); then
 	log "tests passed, but ${#skipped[@]} suite(s) were SKIPPED:"
 	printf '  %s\n' "${skipped[@]}" >&2

@@ -3,8 +3,6 @@ package terraform_test
 import (
 	"encoding/base64"
 	"os"
-	"path"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,7 +64,7 @@ func TestSchedulerPublishesSweepMessage(t *testing.T) {
 	if !isReference(attr(t, job, "pubsub_target", "topic_name").Expr, "google_pubsub_topic.events.id") {
 		t.Error("the sweep is not published to the topic the function is fed from")
 	}
-	if got, want := evalString(t, ctx, attr(t, m.variables["sweep_schedule"], "default").Expr), "*/5 * * * *"; got != want {
+	if got, want := evalString(t, ctx, attr(t, m.variables["sweep_schedule"], "default").Expr), "* * * * *"; got != want {
 		t.Errorf("default sweep_schedule = %q; want %q", got, want)
 	}
 }
@@ -189,6 +187,7 @@ func TestEnvironmentIsExactlyFunctionConfig(t *testing.T) {
 var specialEnvSources = map[string]string{
 	"PROJECT":            "var.project_id",
 	"PROJECTS":           "local.tpu_projects",
+	"DRY_RUN":            "local.dry_run",
 	"FIRESTORE_DATABASE": "google_firestore_database.ledger.name",
 }
 
@@ -259,21 +258,6 @@ func TestDefaultEnvironmentLoads(t *testing.T) {
 	}
 }
 
-func TestCustomRoleIsFunctionPermissions(t *testing.T) {
-	m := loadModule(t, ".")
-	got := evalStrings(t, m.evalContext(t, nil), m.local(t, "function_permissions"))
-	if !sort.StringsAreSorted(got) {
-		t.Error("local.function_permissions is not sorted")
-	}
-	if diff := cmp.Diff(function.Permissions(), got); diff != "" {
-		t.Errorf("local.function_permissions differs from function.Permissions() (-want +got):\n%s", diff)
-	}
-	role := m.resource(t, "google_project_iam_custom_role.function")
-	if !isReference(attr(t, role, "permissions").Expr, "local.function_permissions") {
-		t.Error("the custom role's permissions are not local.function_permissions")
-	}
-}
-
 // The function opens the ledger without a collection prefix, so the deployed
 // collection group is ledger.CollectionEvents itself.
 func TestTTLPolicyIsOnLedgerEvents(t *testing.T) {
@@ -308,7 +292,7 @@ func TestMetricsReadTheRecordsLog(t *testing.T) {
 			t.Errorf("record filter %q lacks %s", filter, want)
 		}
 	}
-	for _, name := range []string{"recoveries_started", "recoveries_finished", "recoveries_failed", "rejects"} {
+	for _, name := range []string{"recoveries_started", "recoveries_finished", "recoveries_failed", "outcomes", "time_to_recover", "rejects"} { // sweeps: the diagnostic line, TestSweepMetricMatchesTheSweepLine
 		b := m.resource(t, "google_logging_metric."+name)
 		src := string(attr(t, b, "filter").Expr.Range().SliceBytes(m.files["main.tf"]))
 		if !strings.Contains(src, "${local.record_log_filter}") {
@@ -318,158 +302,6 @@ func TestMetricsReadTheRecordsLog(t *testing.T) {
 	alert := m.resource(t, "google_monitoring_alert_policy.recovery_failed")
 	if !isReference(attr(t, alert, "notification_channels").Expr, "var.notification_channels") {
 		t.Error("the alert does not notify var.notification_channels")
-	}
-}
-
-func TestArchiveHoldsExactlyFunctionSourceFiles(t *testing.T) {
-	trees := map[string]string{"repository": "..", "synthetic tree": syntheticRepo(t)}
-	for name, root := range trees {
-		t.Run(name, func(t *testing.T) {
-			want, err := function.SourceFiles(root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := archivedFiles(t, loadModule(t, "."), root)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("archive differs from function.SourceFiles (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// syntheticRepo builds a tree with one of every kind of file the archive
-// must keep or drop.
-func syntheticRepo(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	for _, p := range []string{
-		"go.mod", "go.sum", "register.go", "register_test.go", "README.md", ".gitignore",
-		".git/config", ".git/objects/ab/cdef", ".ci/run",
-		"cmd/autoheal/main.go", "scripts/test.sh", "docs/design.md",
-		"terraform/main.tf", "terraform/module_test.go", "terraform/examples/basic/main.tf",
-		"testdata/replay/a.json",
-		"function/function.go", "function/function_test.go", "function/testdata/push.json",
-		"internal/events/event.go", "internal/events/event_test.go", "internal/events/testdata/fuzz/FuzzParse/x",
-		"internal/ledger/ledgertest/ledgertest.go",
-		"startup/startup.go", "startup/resume-training.sh", "startup/test/resume.bats",
-	} {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
-// archivedFiles computes what data.archive_file.source zips from root: the
-// module's include globs minus its exclude globs (Terraform's fileset), then
-// the archive provider's walk, which drops every excluded path and skips
-// excluded directories whole.
-func archivedFiles(t *testing.T, m *module, root string) []string {
-	t.Helper()
-	ctx := m.evalContext(t, nil)
-	include := evalStrings(t, ctx, m.local(t, "source_include"))
-	exclude := evalStrings(t, ctx, m.local(t, "source_exclude"))
-	skip := evalStrings(t, ctx, m.local(t, "source_skip_dirs"))
-
-	archive := m.data["archive_file.source"]
-	if archive == nil {
-		t.Fatal("no data.archive_file.source")
-	}
-	src := string(attr(t, archive, "excludes").Expr.Range().SliceBytes(m.files["main.tf"]))
-	for _, want := range []string{`setsubtract(fileset(local.source_root, "**"), local.source_files)`, "local.source_skip_dirs"} {
-		if !strings.Contains(src, want) {
-			t.Fatalf("archive excludes %s do not contain %s; this test models that expression", src, want)
-		}
-	}
-
-	var all []string
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			rel, err := filepath.Rel(root, p)
-			if err != nil {
-				return err
-			}
-			all = append(all, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	matchesAny := func(patterns []string, f string) bool {
-		for _, p := range patterns {
-			if globMatch(p, f) {
-				return true
-			}
-		}
-		return false
-	}
-	var out []string
-	for _, f := range all {
-		selected := matchesAny(include, f) && !matchesAny(exclude, f)
-		skipped := false
-		for _, d := range skip {
-			if strings.HasPrefix(f, d+"/") || f == d {
-				skipped = true
-			}
-		}
-		if selected && !skipped {
-			out = append(out, f)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// globMatch matches a slash-separated path against a Terraform fileset
-// pattern: "**" spans any number of directories, other segments follow
-// path.Match.
-func globMatch(pattern, name string) bool {
-	return globSegments(strings.Split(pattern, "/"), strings.Split(name, "/"))
-}
-
-func globSegments(pat, name []string) bool {
-	if len(pat) == 0 {
-		return len(name) == 0
-	}
-	if pat[0] == "**" {
-		for i := 0; i <= len(name); i++ {
-			if globSegments(pat[1:], name[i:]) {
-				return true
-			}
-		}
-		return false
-	}
-	if len(name) == 0 {
-		return false
-	}
-	ok, err := path.Match(pat[0], name[0])
-	return err == nil && ok && globSegments(pat[1:], name[1:])
-}
-
-func TestGlobMatchFollowsFileset(t *testing.T) {
-	for _, tc := range []struct {
-		pattern, name string
-		want          bool
-	}{
-		{"*.go", "register.go", true},
-		{"*.go", "function/handle.go", false},
-		{"function/**", "function/a/b.go", true},
-		{"**/testdata/**", "testdata/x.json", true},
-		{"**/testdata/**", "internal/events/testdata/fuzz/x", true},
-		{"**/*_test.go", "a_test.go", true},
-		{"**/*_test.go", "internal/x/a.go", false},
-	} {
-		if got := globMatch(tc.pattern, tc.name); got != tc.want {
-			t.Errorf("globMatch(%q, %q) = %v; want %v", tc.pattern, tc.name, got, tc.want)
-		}
 	}
 }
 

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"path"
+	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -24,20 +27,30 @@ const goContractFile = "go-contract.json"
 // goContract is go-contract.json as the Go code defines it.
 func goContract(t *testing.T) []byte {
 	t.Helper()
+	tpuPerms, hostPerms := derivedForContract(t)
+	pkgDirs, embeds := sourcePackages(t)
 	v := struct {
-		SinkFilter        string   `json:"sink_filter"`
-		SweepMessage      string   `json:"sweep_message"`
-		EntryPoint        string   `json:"entry_point"`
-		Permissions       []string `json:"permissions"`
-		EventsCollection  string   `json:"events_collection"`
-		EventsExpireField string   `json:"events_expire_field"`
-		RecordLogName     string   `json:"record_log_name"`
-		RecordAppLabel    string   `json:"record_app_label"`
+		SinkFilter        string            `json:"sink_filter"`
+		SweepMessage      string            `json:"sweep_message"`
+		EntryPoint        string            `json:"entry_point"`
+		TPUPermissions    []string          `json:"tpu_permissions"`
+		HostPermissions   []string          `json:"host_permissions"`
+		SourcePackages    []string          `json:"source_packages"`
+		SourceEmbeds      []string          `json:"source_embeds"`
+		ConfigEnv         map[string]string `json:"config_env"`
+		EventsCollection  string            `json:"events_collection"`
+		EventsExpireField string            `json:"events_expire_field"`
+		RecordLogName     string            `json:"record_log_name"`
+		RecordAppLabel    string            `json:"record_app_label"`
 	}{
 		SinkFilter:        events.SinkFilter,
 		SweepMessage:      events.SweepMessage,
 		EntryPoint:        function.EntryPoint,
-		Permissions:       function.Permissions(),
+		TPUPermissions:    tpuPerms,
+		HostPermissions:   hostPerms,
+		SourcePackages:    pkgDirs,
+		SourceEmbeds:      embeds,
+		ConfigEnv:         configEnv(t),
 		EventsCollection:  ledger.CollectionEvents,
 		EventsExpireField: ledger.EventExpireField,
 		RecordLogName:     record.LogName,
@@ -69,4 +82,42 @@ func TestGoContractFileIsGeneratedFromTheGoCode(t *testing.T) {
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s is stale; regenerate with go test ./terraform -update (-want +got):\n%s", goContractFile, diff)
 	}
+}
+
+// sourcePackages returns the directories (relative to the repository root,
+// "" for the root) of the main module's packages the root package builds
+// from, and the files they embed: what the function's source archive holds
+// besides go.mod and go.sum.
+func sourcePackages(t *testing.T) (dirs, embeds []string) {
+	t.Helper()
+	root := repoRoot(t)
+	for _, p := range functionPackages(t) {
+		rel, err := filepath.Rel(root, p.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			rel = ""
+		}
+		dirs = append(dirs, rel)
+		for _, e := range p.EmbedFiles {
+			embeds = append(embeds, path.Join(rel, filepath.ToSlash(e)))
+		}
+	}
+	sort.Strings(dirs)
+	sort.Strings(embeds)
+	return dirs, embeds
+}
+
+// configEnv is every environment variable function.Config reads, with its
+// default ("" when it has none): the function's environment in Terraform
+// must be exactly these names.
+func configEnv(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for name, cv := range configVars(t) {
+		out[name] = cv.def
+	}
+	return out
 }

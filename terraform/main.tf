@@ -1,7 +1,8 @@
 # tpu-autoheal: log sink -> Pub/Sub -> authenticated push -> Cloud Run
 # function (gen2) that checks each TPU node and records it or recreates it,
-# plus the sweep schedule, the Firestore ledger, least-privilege IAM,
-# log-based metrics and an alert. README.md explains the delivery design.
+# plus the sweep schedule, the Firestore ledger, least-privilege IAM derived
+# from the code, log-based metrics, a dashboard and alerts. README.md
+# explains the delivery design.
 #
 # The values the Go code owns come from go-contract.json, generated from the
 # Go code; the Go tests in this directory check that file and the rest of the
@@ -11,47 +12,33 @@ locals {
   # Values the Go code owns, generated from it into go-contract.json
   # (`go test ./terraform -update`): the sink filter (events.SinkFilter), the
   # sweep message (events.SweepMessage), the entry point (function.EntryPoint),
-  # the custom role's permissions (function.Permissions(): everything the
-  # function calls, nothing more), the processed-event collection and the
-  # expiry field its TTL policy deletes by (ledger), and the records' log name
-  # and app label (record). A test fails when the file is stale.
+  # the custom roles' permissions (derived from the `// rest:` methods the
+  # function's code calls, iam_test.go), the packages and embedded files the
+  # function compiles (go list -deps), function.Config's variables and
+  # defaults, the processed-event collection and the expiry field its TTL
+  # policy deletes by (ledger), and the records' log name and app label
+  # (record). A test fails when the file is stale.
   go_contract = jsondecode(file("${path.module}/go-contract.json"))
 
-  sink_filter          = local.go_contract.sink_filter
-  sweep_message        = local.go_contract.sweep_message
-  entry_point          = local.go_contract.entry_point
-  function_permissions = local.go_contract.permissions
-  events_collection    = local.go_contract.events_collection
-  events_expire_field  = local.go_contract.events_expire_field
-  record_log_name      = local.go_contract.record_log_name
-  record_app_label     = local.go_contract.record_app_label
-
-  # The files the function's build needs, as globs relative to the repository
-  # root (the Go source-file list in function/): the root package, go.mod,
-  # go.sum and the packages it imports, without tests or their data.
-  source_include = [
-    "go.mod",
-    "go.sum",
-    "*.go",
-    "function/**",
-    "internal/**",
-    "startup/**",
-  ]
-  source_exclude = [
-    "**/*_test.go",
-    "**/testdata/**",
-  ]
-  # Top-level directories that are never build inputs, skipped whole by the
-  # archive (version control, CI, the CLI, scripts, this module, test data).
-  source_skip_dirs = [".git", ".ci", ".github", "cmd", "docs", "scripts", "terraform", "testdata"]
+  sink_filter         = local.go_contract.sink_filter
+  sweep_message       = local.go_contract.sweep_message
+  entry_point         = local.go_contract.entry_point
+  tpu_permissions     = local.go_contract.tpu_permissions
+  host_permissions    = local.go_contract.host_permissions
+  source_packages     = local.go_contract.source_packages
+  source_embeds       = local.go_contract.source_embeds
+  events_collection   = local.go_contract.events_collection
+  events_expire_field = local.go_contract.events_expire_field
+  record_log_name     = local.go_contract.record_log_name
+  record_app_label    = local.go_contract.record_app_label
 }
 
 locals {
   tpu_projects = length(var.projects) > 0 ? distinct(var.projects) : [var.project_id]
 
-  # The custom role is created in the function's project (Firestore, records)
-  # and in every watched project (TPU nodes).
-  role_projects = toset(distinct(concat([var.project_id], local.tpu_projects)))
+  # Whether the function may change anything: enabled = false is dry-run
+  # everywhere, whatever dry_run says; nothing is deleted by Terraform.
+  dry_run = var.dry_run || !var.enabled
 
   labels             = merge(var.labels, { "managed-by" = "tpu-autoheal" })
   firestore_location = coalesce(var.firestore_location, var.region)
@@ -59,11 +46,21 @@ locals {
   pubsub_agent       = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
   record_log_filter  = "(logName=\"projects/${var.project_id}/logs/${local.record_log_name}\" OR logName=\"projects/${var.project_id}/logs/run.googleapis.com%2Fstdout\") AND labels.app=\"${local.record_app_label}\""
 
-  source_root = coalesce(var.source_dir, abspath("${path.module}/.."))
-  source_files = setsubtract(
-    toset(flatten([for p in local.source_include : tolist(fileset(local.source_root, p))])),
-    toset(flatten([for p in local.source_exclude : tolist(fileset(local.source_root, p))])),
-  )
+  # The files the function's build needs, relative to the repository root:
+  # go.mod, go.sum, the non-test .go files of the packages the root package
+  # imports (go-contract.json's source_packages, from `go list -deps`) and
+  # the files they embed. Nothing else: no tests, testdata, fakes or .orig.
+  source_root = abspath(coalesce(var.source_dir, "${path.module}/.."))
+  source_files = toset(concat(
+    ["go.mod", "go.sum"],
+    flatten([for d in local.source_packages : [
+      for f in fileset(local.source_root, d == "" ? "*.go" : "${d}/*.go") : f if !endswith(f, "_test.go")
+    ]]),
+    local.source_embeds,
+  ))
+
+  # The startup script's bucket and object (function/load.go's gcsRE).
+  startup_script_parts = var.startup_script == "" ? [] : regex("^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])/(.+)$", var.startup_script)
 
   apis = [
     "artifactregistry.googleapis.com",
@@ -301,14 +298,12 @@ resource "google_service_account" "build" {
   depends_on = [google_project_service.apis]
 }
 
-# What a function build needs (Cloud Run functions' build service account
-# documentation): write its logs, push the image, and Storage Object Admin to
-# fetch the source from the function's source buckets.
+# What a function build needs and nothing more: roles/run.builder (write
+# build logs, push and pull the image in Artifact Registry, read the source
+# object). No storage admin: it cannot delete objects or change any bucket.
 resource "google_project_iam_member" "build" {
-  for_each = toset(["roles/artifactregistry.writer", "roles/logging.logWriter", "roles/storage.objectAdmin"])
-
   project = var.project_id
-  role    = each.value
+  role    = "roles/run.builder"
   member  = "serviceAccount:${google_service_account.build.email}"
 }
 
@@ -324,16 +319,20 @@ resource "google_storage_bucket" "source" {
   depends_on = [google_project_service.apis]
 }
 
+# The archive is built from the listed files' contents, never by walking a
+# directory: it holds exactly local.source_files, wherever the root module
+# and its .terraform (where the zip is written) sit.
 data "archive_file" "source" {
   type        = "zip"
-  source_dir  = local.source_root
   output_path = "${path.root}/.terraform/tmp/${var.name}-source.zip"
-  # Everything under the root that is not a build input, as exact paths;
-  # the directories never built are skipped whole.
-  excludes = setunion(
-    setsubtract(fileset(local.source_root, "**"), local.source_files),
-    local.source_skip_dirs,
-  )
+
+  dynamic "source" {
+    for_each = sort(local.source_files)
+    content {
+      filename = source.value
+      content  = file("${local.source_root}/${source.value}")
+    }
+  }
 }
 
 resource "google_storage_bucket_object" "source" {
@@ -375,7 +374,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_PROJECT            = var.project_id
       AUTOHEAL_PROJECTS           = join(",", local.tpu_projects)
       AUTOHEAL_ZONES              = join(",", var.zones)
-      AUTOHEAL_DRY_RUN            = tostring(var.dry_run)
+      AUTOHEAL_DRY_RUN            = tostring(local.dry_run)
       AUTOHEAL_LABEL_SELECTOR     = var.label_selector
       AUTOHEAL_STARTUP_SCRIPT     = var.startup_script
       AUTOHEAL_FIRESTORE_DATABASE = google_firestore_database.ledger.name
@@ -403,7 +402,8 @@ resource "google_cloudfunctions2_function" "autoheal" {
   depends_on = [
     google_project_service.apis,
     google_project_iam_member.build,
-    google_project_iam_member.function,
+    google_project_iam_member.tpu,
+    google_project_iam_member.host,
   ]
 }
 
@@ -425,25 +425,59 @@ resource "google_service_account_iam_member" "pubsub_token_creator" {
   member             = local.pubsub_agent
 }
 
-# Least privilege: a custom role with exactly function.Permissions(), in the
-# function's project and in every watched project.
+# Least privilege, derived from the code (terraform/iam_test.go): the REST
+# methods the function calls, mapped to permissions, split by where they are
+# needed. The TPU role is bound in every watched project; the host role
+# (ledger and records) only in project_id.
 
-resource "google_project_iam_custom_role" "function" {
-  for_each = local.role_projects
+resource "google_project_iam_custom_role" "tpu" {
+  for_each = toset(local.tpu_projects)
 
   project     = each.value
-  role_id     = local.role_id
-  title       = "tpu-autoheal function"
-  description = "What the tpu-autoheal function calls: TPU nodes and operations, its Firestore ledger, its records, a gs:// startup script."
-  permissions = local.function_permissions
+  role_id     = "${local.role_id}_tpu"
+  title       = "tpu-autoheal TPU"
+  description = "What the tpu-autoheal function calls on TPU nodes, queued resources and operations in a watched project."
+  permissions = local.tpu_permissions
 }
 
-resource "google_project_iam_member" "function" {
-  for_each = local.role_projects
+resource "google_project_iam_member" "tpu" {
+  for_each = toset(local.tpu_projects)
 
   project = each.value
-  role    = google_project_iam_custom_role.function[each.key].id
+  role    = google_project_iam_custom_role.tpu[each.key].id
   member  = "serviceAccount:${google_service_account.function.email}"
+}
+
+resource "google_project_iam_custom_role" "host" {
+  project     = var.project_id
+  role_id     = "${local.role_id}_host"
+  title       = "tpu-autoheal host"
+  description = "What the tpu-autoheal function calls in its own project: its Firestore ledger (documents and transactions) and its records."
+  permissions = local.host_permissions
+}
+
+resource "google_project_iam_member" "host" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.host.id
+  member  = "serviceAccount:${google_service_account.function.email}"
+}
+
+# Reading a gs:// startup script: that one object, nothing else in its bucket
+# (an IAM condition on the object's name; the bucket needs uniform
+# bucket-level access). With grant_startup_script_read = false the caller
+# grants it.
+resource "google_storage_bucket_iam_member" "startup_script" {
+  count = length(local.startup_script_parts) > 0 && var.grant_startup_script_read ? 1 : 0
+
+  bucket = local.startup_script_parts[0]
+  role   = "roles/storage.objectViewer"
+  member = "serviceAccount:${google_service_account.function.email}"
+
+  condition {
+    title       = "tpu-autoheal startup script"
+    description = "Only the object named by startup_script."
+    expression  = "resource.name == \"projects/_/buckets/${local.startup_script_parts[0]}/objects/${local.startup_script_parts[1]}\""
+  }
 }
 
 # Recreating a node that runs as a service account needs actAs on it.
@@ -482,8 +516,35 @@ resource "google_firestore_field" "events_ttl" {
   index_config {}
 }
 
-# Observability: counters over the decision records, and an alert when a
-# recovery fails.
+# Observability: counters over the decision records, a dashboard, and
+# alerts. Alerts on records are log-match policies: they read the log
+# itself, so no alert waits for a new log-based metric to become visible to
+# Cloud Monitoring (hashicorp/terraform-provider-google#11102). The one alert
+# that needs a metric (sweeps stopped) is a PromQL condition with metric
+# validation off, which Monitoring accepts before the metric has a point.
+
+locals {
+  metric_prefix = "logging.googleapis.com/user/"
+  # A record of a delivery, or the start-up failure, as Cloud Logging has it.
+  startup_error_filter = "resource.type=\"cloud_run_revision\" AND resource.labels.service_name=\"${var.name}\" AND severity>=ERROR AND jsonPayload.message=~\"^${local.startup_error_prefix}\""
+  startup_error_prefix = "tpu-autoheal cannot start"
+  # Three sweep intervals: the schedule's period when it is "* * * * *" or
+  # "*/N * * * *" (N minutes), else sweep_alert_after must say.
+  sweep_period_minutes = (
+    trimspace(var.sweep_schedule) == "* * * * *" ? 1 :
+    can(regex("^\\*/([0-9]+) \\* \\* \\* \\*$", trimspace(var.sweep_schedule))) ? tonumber(regex("^\\*/([0-9]+) \\* \\* \\* \\*$", trimspace(var.sweep_schedule))[0]) :
+    null
+  )
+  sweep_alert_after_seconds = var.sweep_alert_after_seconds != null ? var.sweep_alert_after_seconds : (local.sweep_period_minutes == null ? null : 3 * 60 * local.sweep_period_minutes)
+  # PromQL over a log-based metric, in Cloud Monitoring's UTF-8 form, on
+  # both resource types records arrive with: absent on both. Each
+  # absent_over_time keeps its monitored_resource label, so the two are
+  # joined on no label ("and on()"), else they would never match.
+  sweeps_promql = join(" and on() ", [
+    for rt in ["cloud_function", "cloud_run_revision"] :
+    "absent_over_time({\"__name__\"=\"${local.metric_prefix}${var.name}/sweeps\",\"monitored_resource\"=\"${rt}\"}[${coalesce(local.sweep_alert_after_seconds, 180)}s])"
+  ])
+}
 
 resource "google_logging_metric" "recoveries_started" {
   project     = var.project_id
@@ -511,8 +572,8 @@ resource "google_logging_metric" "recoveries_started" {
 resource "google_logging_metric" "recoveries_finished" {
   project     = var.project_id
   name        = "${var.name}/recoveries_finished"
-  description = "Recoveries that brought the node back (phase done)."
-  filter      = "${local.record_log_filter} AND jsonPayload.action=(\"recreate\" OR \"reset\") AND jsonPayload.phase=\"done\""
+  description = "Recoveries that brought the node back (outcome recovered)."
+  filter      = "${local.record_log_filter} AND jsonPayload.action=(\"recreate\" OR \"reset\") AND jsonPayload.outcome=\"recovered\""
 
   metric_descriptor {
     metric_kind = "DELTA"
@@ -534,8 +595,8 @@ resource "google_logging_metric" "recoveries_finished" {
 resource "google_logging_metric" "recoveries_failed" {
   project     = var.project_id
   name        = "${var.name}/recoveries_failed"
-  description = "Recovery attempts that failed (phase failed, or an error carrying them out); the next delivery or sweep retries them."
-  filter      = "${local.record_log_filter} AND jsonPayload.action=(\"recreate\" OR \"reset\") AND (jsonPayload.phase=\"failed\" OR severity>=ERROR)"
+  description = "Recovery attempts that failed (outcome failed: a later one retries) or were abandoned (outcome abandoned: a person must look)."
+  filter      = "${local.record_log_filter} AND jsonPayload.outcome=(\"failed\" OR \"abandoned\")"
 
   metric_descriptor {
     metric_kind = "DELTA"
@@ -547,10 +608,117 @@ resource "google_logging_metric" "recoveries_failed" {
       value_type  = "STRING"
       description = "Full resource name of the node."
     }
+    labels {
+      key         = "outcome"
+      value_type  = "STRING"
+      description = "failed or abandoned"
+    }
   }
 
   label_extractors = {
-    node = "EXTRACT(jsonPayload.node)"
+    node    = "EXTRACT(jsonPayload.node)"
+    outcome = "EXTRACT(jsonPayload.outcome)"
+  }
+}
+
+# Every record that ended something, by outcome (recovered, closed,
+# abandoned, failed, prepared, maintained, resumed) and action.
+resource "google_logging_metric" "outcomes" {
+  project     = var.project_id
+  name        = "${var.name}/outcomes"
+  description = "Records carrying an outcome, by outcome and action (dry run included, labelled)."
+  filter      = "${local.record_log_filter} AND jsonPayload.outcome:*"
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+
+    labels {
+      key         = "outcome"
+      value_type  = "STRING"
+      description = "recovered, closed, abandoned, failed, prepared, maintained or resumed"
+    }
+    labels {
+      key         = "action"
+      value_type  = "STRING"
+      description = "The record's action."
+    }
+    labels {
+      key         = "dry_run"
+      value_type  = "STRING"
+      description = "true on a dry run's records"
+    }
+  }
+
+  label_extractors = {
+    outcome = "EXTRACT(jsonPayload.outcome)"
+    action  = "EXTRACT(jsonPayload.action)"
+    dry_run = "EXTRACT(jsonPayload.dryRun)"
+  }
+}
+
+# Time to recover: the recovered record's timeToRecoverSeconds (from the
+# incident's first event to the node READY again).
+resource "google_logging_metric" "time_to_recover" {
+  project         = var.project_id
+  name            = "${var.name}/time_to_recover"
+  description     = "Seconds from an incident's first event to the node recovered (jsonPayload.timeToRecoverSeconds of outcome recovered)."
+  filter          = "${local.record_log_filter} AND jsonPayload.outcome=\"recovered\" AND jsonPayload.timeToRecoverSeconds>0"
+  value_extractor = "EXTRACT(jsonPayload.timeToRecoverSeconds)"
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "DISTRIBUTION"
+    unit        = "s"
+  }
+
+  # 30 s to about 34 h, doubling.
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 12
+      growth_factor      = 2
+      scale              = 30
+    }
+  }
+}
+
+# One ERROR record per breaker trip (reason "breaker open ...").
+resource "google_logging_metric" "breaker_trips" {
+  project     = var.project_id
+  name        = "${var.name}/breaker_trips"
+  description = "Storm breaker trips: ERROR records whose reason starts with \"breaker open\"."
+  filter      = local.breaker_filter
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+
+    labels {
+      key         = "zone"
+      value_type  = "STRING"
+      description = "Zone whose breaker opened."
+    }
+  }
+
+  label_extractors = {
+    zone = "EXTRACT(jsonPayload.zone)"
+  }
+}
+
+# One diagnostic line per sweep (jsonPayload.event "sweep", written by the
+# function to its stderr whatever the sweep found: function.SweepEvent).
+resource "google_logging_metric" "sweeps" {
+  project     = var.project_id
+  name        = "${var.name}/sweeps"
+  description = "Sweeps that ran (one line with jsonPayload.event sweep each)."
+  filter      = "logName=\"projects/${var.project_id}/logs/run.googleapis.com%2Fstderr\" AND labels.app=\"${local.record_app_label}\" AND jsonPayload.event=\"sweep\""
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
   }
 }
 
@@ -567,67 +735,130 @@ resource "google_logging_metric" "rejects" {
   }
 }
 
-# A new log-based metric takes minutes to become visible to Cloud Monitoring;
-# an alert policy created right after it fails with "Cannot find metric(s)"
-# (hashicorp/terraform-provider-google#11102). Wait once, on creation.
-resource "time_sleep" "metric_propagation" {
-  create_duration = "120s"
-
-  triggers = {
-    metric = google_logging_metric.recoveries_failed.id
-  }
+locals {
+  recovery_failed_filter = "${local.record_log_filter} AND jsonPayload.outcome=(\"failed\" OR \"abandoned\")"
+  breaker_filter         = "${local.record_log_filter} AND severity>=ERROR AND jsonPayload.reason=~\"^breaker open\""
 }
 
-# Monitoring requires a resource.type restriction in a threshold filter.
-# A log-based metric's series carry the monitored resource of the entry:
-# records written through the Cloud Logging API from a gen2 function are
-# cloud_function entries (the Go client detects FUNCTION_TARGET and
-# FUNCTION_SIGNATURE_TYPE first), records on stdout (record_to = "stdout",
-# or the fallback when Logging refuses one) are cloud_run_revision entries.
-# One condition per resource type, either opens an incident.
+# A recovery failed (a later attempt retries) or was abandoned (a person
+# must look): one notification per node and hour at most.
 resource "google_monitoring_alert_policy" "recovery_failed" {
   project               = var.project_id
-  display_name          = "tpu-autoheal: TPU node recovery failed"
+  display_name          = "tpu-autoheal: TPU node recovery failed or abandoned"
   combiner              = "OR"
+  severity              = "ERROR"
   notification_channels = var.notification_channels
   user_labels           = local.labels
 
   conditions {
-    display_name = "A recovery failed in the last 5 minutes (records via Cloud Logging)"
+    display_name = "A record with outcome failed or abandoned"
 
-    condition_threshold {
-      filter          = "metric.type=\"logging.googleapis.com/user/${google_logging_metric.recoveries_failed.name}\" AND resource.type=\"cloud_function\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = 0
-      duration        = "0s"
-
-      aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_SUM"
-        cross_series_reducer = "REDUCE_SUM"
-        group_by_fields      = ["metric.label.node"]
-      }
-
-      trigger {
-        count = 1
+    condition_matched_log {
+      filter = local.recovery_failed_filter
+      label_extractors = {
+        node    = "EXTRACT(jsonPayload.node)"
+        outcome = "EXTRACT(jsonPayload.outcome)"
       }
     }
   }
 
+  alert_strategy {
+    auto_close = "86400s"
+
+    notification_rate_limit {
+      period = "3600s"
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "tpu-autoheal could not recover TPU node $${log.extracted_label.node} (outcome $${log.extracted_label.outcome}). Read its records: `gcloud logging read 'logName=\"projects/${var.project_id}/logs/${local.record_log_name}\" AND jsonPayload.outcome=(\"failed\" OR \"abandoned\")' --project ${var.project_id} --freshness 1h`. A failed attempt is retried by the next delivery or sweep; an abandoned recovery (after max_attempts) needs a person: its ERROR record carries the saved spec."
+  }
+}
+
+resource "google_monitoring_alert_policy" "breaker_open" {
+  project               = var.project_id
+  display_name          = "tpu-autoheal: storm breaker open"
+  combiner              = "OR"
+  severity              = "CRITICAL"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
   conditions {
-    display_name = "A recovery failed in the last 5 minutes (records on stdout)"
+    display_name = "An ERROR record whose reason starts with \"breaker open\""
+
+    condition_matched_log {
+      filter = local.breaker_filter
+      label_extractors = {
+        zone = "EXTRACT(jsonPayload.zone)"
+      }
+    }
+  }
+
+  alert_strategy {
+    auto_close = "86400s"
+
+    notification_rate_limit {
+      period = "3600s"
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "More recreates and resets started in zone $${log.extracted_label.zone} than the breaker (${var.breaker}) allows; further ones are skipped until the window passes. Look at what is happening in that zone, then `autoheal breaker reset --zone ZONE` if recovering should go on."
+  }
+}
+
+resource "google_monitoring_alert_policy" "startup_error" {
+  project               = var.project_id
+  display_name          = "tpu-autoheal: the function cannot start"
+  combiner              = "OR"
+  severity              = "CRITICAL"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "The function's start-up error record"
+
+    condition_matched_log {
+      filter = local.startup_error_filter
+    }
+  }
+
+  alert_strategy {
+    auto_close = "86400s"
+
+    notification_rate_limit {
+      period = "3600s"
+    }
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "The tpu-autoheal function refuses to start (bad AUTOHEAL_* configuration, or the startup script cannot be read); every event is being retried and then dead-lettered. `gcloud logging read '${local.startup_error_filter}' --project ${var.project_id} --freshness 1h` says why."
+  }
+}
+
+resource "google_monitoring_alert_policy" "dead_letter_backlog" {
+  project               = var.project_id
+  display_name          = "tpu-autoheal: undeliverable events waiting"
+  combiner              = "OR"
+  severity              = "WARNING"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "Messages in the dead-letter subscription"
 
     condition_threshold {
-      filter          = "metric.type=\"logging.googleapis.com/user/${google_logging_metric.recoveries_failed.name}\" AND resource.type=\"cloud_run_revision\""
+      filter          = "metric.type=\"pubsub.googleapis.com/subscription/num_undelivered_messages\" AND resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${google_pubsub_subscription.dead_letter.name}\""
       comparison      = "COMPARISON_GT"
       threshold_value = 0
-      duration        = "0s"
+      duration        = "300s"
 
       aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_SUM"
-        cross_series_reducer = "REDUCE_SUM"
-        group_by_fields      = ["metric.label.node"]
+        alignment_period   = "300s"
+        per_series_aligner = "ALIGN_MAX"
       }
 
       trigger {
@@ -642,8 +873,112 @@ resource "google_monitoring_alert_policy" "recovery_failed" {
 
   documentation {
     mime_type = "text/markdown"
-    content   = "tpu-autoheal could not recover a TPU node (label `node`). Read its records: `gcloud logging read 'logName=\"projects/${var.project_id}/logs/${local.record_log_name}\" AND (jsonPayload.phase=(\"failed\" OR \"abandoned\") OR severity>=ERROR)' --project ${var.project_id} --freshness 1h`. The next delivery or sweep retries; past max_recreates the node is left alone, and a recovery abandoned after max_attempts needs a person."
+    content   = "Pub/Sub gave up delivering some events to tpu-autoheal after ${var.max_delivery_attempts} attempts; they wait in ${google_pubsub_subscription.dead_letter.id}. Pull them (`gcloud pubsub subscriptions pull ${google_pubsub_subscription.dead_letter.id} --limit 10`), fix the cause, and feed them to `autoheal replay`."
+  }
+}
+
+resource "google_monitoring_alert_policy" "sweeps_stopped" {
+  project               = var.project_id
+  display_name          = "tpu-autoheal: sweeps stopped"
+  combiner              = "OR"
+  severity              = "ERROR"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "No sweep record for three sweep intervals"
+
+    condition_prometheus_query_language {
+      query                     = local.sweeps_promql
+      duration                  = "0s"
+      evaluation_interval       = "60s"
+      disable_metric_validation = true
+    }
   }
 
-  depends_on = [time_sleep.metric_propagation]
+  alert_strategy {
+    auto_close = "86400s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "No sweep line (jsonPayload.event sweep) in the last ${coalesce(local.sweep_alert_after_seconds, 180)} s: the Cloud Scheduler job ${google_cloud_scheduler_job.sweep.id} may be paused or failing, or the function cannot run the sweep. Unfinished recoveries only advance when a sweep runs."
+  }
+
+  lifecycle {
+    precondition {
+      condition     = local.sweep_alert_after_seconds != null
+      error_message = "sweep_schedule is not \"* * * * *\" or \"*/N * * * *\": set sweep_alert_after_seconds to three of its intervals."
+    }
+  }
+}
+
+resource "google_monitoring_dashboard" "autoheal" {
+  project = var.project_id
+  dashboard_json = jsonencode({
+    displayName = "tpu-autoheal"
+    mosaicLayout = {
+      columns = 12
+      tiles = [
+        for i, w in [
+          {
+            title  = "Recoveries by outcome"
+            metric = google_logging_metric.outcomes.name
+            filter = "metric.label.outcome!=\"prepared\""
+            group  = ["metric.label.outcome"]
+            plot   = "STACKED_BAR"
+            align  = "ALIGN_SUM"
+          },
+          {
+            title  = "Time to recover (p95, seconds)"
+            metric = google_logging_metric.time_to_recover.name
+            filter = ""
+            group  = []
+            plot   = "LINE"
+            align  = "ALIGN_DELTA"
+          },
+          {
+            title  = "Maintenance notices prepared"
+            metric = google_logging_metric.outcomes.name
+            filter = "metric.label.outcome=\"prepared\""
+            group  = []
+            plot   = "STACKED_BAR"
+            align  = "ALIGN_SUM"
+          },
+          {
+            title  = "Breaker trips by zone"
+            metric = google_logging_metric.breaker_trips.name
+            filter = ""
+            group  = ["metric.label.zone"]
+            plot   = "STACKED_BAR"
+            align  = "ALIGN_SUM"
+          },
+          ] : {
+          xPos   = (i % 2) * 6
+          yPos   = floor(i / 2) * 4
+          width  = 6
+          height = 4
+          widget = {
+            title = w.title
+            xyChart = {
+              dataSets = [{
+                plotType = w.plot
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = join(" AND ", compact(["metric.type=\"${local.metric_prefix}${w.metric}\"", w.filter]))
+                    aggregation = {
+                      alignmentPeriod    = "3600s"
+                      perSeriesAligner   = w.align
+                      crossSeriesReducer = w.align == "ALIGN_DELTA" ? "REDUCE_PERCENTILE_95" : "REDUCE_SUM"
+                      groupByFields      = w.group
+                    }
+                  }
+                }
+              }]
+            }
+          }
+        }
+      ]
+    }
+  })
 }

@@ -125,6 +125,13 @@ func unresolvedReferences(m *module) (bad []string, checked int) {
 		}
 	}
 	for _, top := range m.allBlocks() {
+		// A dynamic block's iterator (its label) is in scope in its content.
+		dynamic := map[string]bool{}
+		walkBlocks(top, func(b *hclsyntax.Block) {
+			if b.Type == "dynamic" && len(b.Labels) == 1 {
+				dynamic[b.Labels[0]] = true
+			}
+		})
 		walkBlocks(top, func(b *hclsyntax.Block) {
 			for name, a := range b.Body.Attributes {
 				if b.Type == "variable" && name == "type" {
@@ -132,6 +139,9 @@ func unresolvedReferences(m *module) (bad []string, checked int) {
 				}
 				for _, tr := range hclsyntax.Variables(a.Expr) {
 					checked++
+					if dynamic[tr.RootName()] && len(tr) > 1 {
+						continue
+					}
 					if !resolves(tr) {
 						bad = append(bad, exprSource(a.Expr)+" refers to undeclared "+traversalString(tr))
 					}

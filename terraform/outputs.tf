@@ -59,8 +59,11 @@ output "firestore_database" {
 }
 
 output "custom_role_ids" {
-  description = "The function's custom role in each project, keyed by project."
-  value       = { for p, r in google_project_iam_custom_role.function : p => r.id }
+  description = "The function's custom roles: tpu (the TPU role in each watched project, keyed by project) and host (its ledger and records role in project_id)."
+  value = {
+    tpu  = { for p, r in google_project_iam_custom_role.tpu : p => r.id }
+    host = google_project_iam_custom_role.host.id
+  }
 }
 
 output "record_log" {
@@ -69,21 +72,41 @@ output "record_log" {
 }
 
 output "metric_names" {
-  description = "Log-based metrics: recoveries started, finished, failed, and rejects."
+  description = "Log-based metrics: recoveries started, finished, failed; outcomes; time to recover; breaker trips; sweeps; rejects."
   value = {
     recoveries_started  = google_logging_metric.recoveries_started.name
     recoveries_finished = google_logging_metric.recoveries_finished.name
     recoveries_failed   = google_logging_metric.recoveries_failed.name
+    outcomes            = google_logging_metric.outcomes.name
+    time_to_recover     = google_logging_metric.time_to_recover.name
+    breaker_trips       = google_logging_metric.breaker_trips.name
+    sweeps              = google_logging_metric.sweeps.name
     rejects             = google_logging_metric.rejects.name
   }
 }
 
 output "alert_policy" {
-  description = "Alert policy raised when a recovery fails."
+  description = "Alert policy raised when a recovery fails or is abandoned."
   value       = google_monitoring_alert_policy.recovery_failed.name
 }
 
+output "alert_policies" {
+  description = "Every alert policy, keyed recovery_failed, breaker_open, startup_error, dead_letter_backlog, sweeps_stopped."
+  value = {
+    recovery_failed     = google_monitoring_alert_policy.recovery_failed.name
+    breaker_open        = google_monitoring_alert_policy.breaker_open.name
+    startup_error       = google_monitoring_alert_policy.startup_error.name
+    dead_letter_backlog = google_monitoring_alert_policy.dead_letter_backlog.name
+    sweeps_stopped      = google_monitoring_alert_policy.sweeps_stopped.name
+  }
+}
+
+output "dashboard" {
+  description = "The Cloud Monitoring dashboard over the records' metrics."
+  value       = google_monitoring_dashboard.autoheal.id
+}
+
 output "dry_run" {
-  description = "Whether the function only decides and records (true) or also recreates nodes (false)."
-  value       = var.dry_run
+  description = "Whether the function only decides and records (true: dry_run set or enabled = false) or also recreates nodes (false)."
+  value       = local.dry_run
 }

@@ -107,6 +107,12 @@ variable "tpu_service_accounts" {
 
 # What it does (the function's AUTOHEAL_* settings).
 
+variable "enabled" {
+  type        = bool
+  description = "Off switch: false makes the function dry-run everywhere (AUTOHEAL_DRY_RUN=true whatever dry_run says) while every resource, the ledger included, stays; true lets dry_run decide."
+  default     = true
+}
+
 variable "dry_run" {
   type        = bool
   description = "Decide and record everything but mutate nothing (AUTOHEAL_DRY_RUN). Defaults to true: read a week of records, then set false."
@@ -129,10 +135,17 @@ variable "startup_script" {
   description = "gs:// URI of the script set as a recreated node's startup-script (AUTOHEAL_STARTUP_SCRIPT); empty means the script embedded in the function (startup/resume-training.sh)."
   default     = ""
 
+  # The same expression as function/load.go's gcsRE (a Go test checks).
   validation {
-    condition     = var.startup_script == "" || can(regex("^gs://[a-z0-9][a-z0-9._-]{1,220}/.+$", var.startup_script))
-    error_message = "startup_script must be empty or a gs://BUCKET/OBJECT URI."
+    condition     = var.startup_script == "" || can(regex("^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])/(.+)$", var.startup_script))
+    error_message = "startup_script must be empty or a gs://BUCKET/OBJECT URI with a valid bucket name (3-222 characters, starting and ending with a letter or digit)."
   }
+}
+
+variable "grant_startup_script_read" {
+  type        = bool
+  description = "With a gs:// startup_script, grant the function roles/storage.objectViewer on that object only (an IAM condition; the bucket needs uniform bucket-level access). false: grant read access yourself."
+  default     = true
 }
 
 variable "tpu_endpoint" {
@@ -254,6 +267,13 @@ variable "lease" {
     condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.lease))
     error_message = "lease must be a Go duration such as 15m."
   }
+
+  # A claim must outlive the delivery holding it, else a redelivery takes
+  # over a recovery still running.
+  validation {
+    condition     = sum(concat([0], [for m in regexall("([0-9]+(?:\\.[0-9]+)?)(ns|us|µs|ms|s|m|h)", var.lease) : tonumber(m[0]) * lookup({ ns = 1e-9, us = 1e-6, "µs" = 1e-6, ms = 0.001, s = 1, m = 60, h = 3600 }, m[1])])) > var.function_timeout_seconds
+    error_message = "lease must be longer than function_timeout_seconds."
+  }
 }
 
 variable "event_ttl" {
@@ -276,16 +296,33 @@ variable "sweep_budget" {
     condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.sweep_budget))
     error_message = "sweep_budget must be a Go duration such as 4m."
   }
+
+  # The sweep must stop before the function is cut off.
+  validation {
+    condition     = sum(concat([0], [for m in regexall("([0-9]+(?:\\.[0-9]+)?)(ns|us|µs|ms|s|m|h)", var.sweep_budget) : tonumber(m[0]) * lookup({ ns = 1e-9, us = 1e-6, "µs" = 1e-6, ms = 0.001, s = 1, m = 60, h = 3600 }, m[1])])) < var.function_timeout_seconds
+    error_message = "sweep_budget must be shorter than function_timeout_seconds."
+  }
 }
 
 variable "sweep_schedule" {
   type        = string
   description = "Cron schedule of the sweep Cloud Scheduler publishes (unix-cron, in sweep_time_zone)."
-  default     = "*/5 * * * *"
+  default     = "* * * * *"
 
   validation {
-    condition     = length(split(" ", trimspace(var.sweep_schedule))) == 5
-    error_message = "sweep_schedule must be a five-field unix-cron expression such as \"*/5 * * * *\"."
+    condition     = length(regexall("[^ ]+", trimspace(var.sweep_schedule))) == 5
+    error_message = "sweep_schedule must be a five-field unix-cron expression such as \"* * * * *\"."
+  }
+}
+
+variable "sweep_alert_after_seconds" {
+  type        = number
+  description = "The sweeps-stopped alert fires after this long without a sweep record; null means three intervals of sweep_schedule (which must then be \"* * * * *\" or \"*/N * * * *\")."
+  default     = null
+
+  validation {
+    condition     = var.sweep_alert_after_seconds == null || try(var.sweep_alert_after_seconds >= 120 && floor(var.sweep_alert_after_seconds) == var.sweep_alert_after_seconds, false)
+    error_message = "sweep_alert_after_seconds must be null or whole seconds, at least 120."
   }
 }
 
@@ -331,8 +368,8 @@ variable "function_timeout_seconds" {
   default     = 540
 
   validation {
-    condition     = var.function_timeout_seconds >= 60 && var.function_timeout_seconds <= 600
-    error_message = "function_timeout_seconds must be between 60 and 600."
+    condition     = var.function_timeout_seconds >= 60 && var.function_timeout_seconds <= 600 && floor(var.function_timeout_seconds) == var.function_timeout_seconds
+    error_message = "function_timeout_seconds must be whole seconds between 60 and 600."
   }
 }
 
@@ -361,7 +398,7 @@ variable "max_delivery_attempts" {
   default     = 10
 
   validation {
-    condition     = var.max_delivery_attempts >= 5 && var.max_delivery_attempts <= 100
+    condition     = var.max_delivery_attempts >= 5 && var.max_delivery_attempts <= 100 && floor(var.max_delivery_attempts) == var.max_delivery_attempts
     error_message = "max_delivery_attempts must be between 5 and 100 (Pub/Sub's limits)."
   }
 }
@@ -372,8 +409,8 @@ variable "retry_minimum_backoff" {
   default     = "10s"
 
   validation {
-    condition     = can(regex("^[0-9]+(\\.[0-9]+)?s$", var.retry_minimum_backoff))
-    error_message = "retry_minimum_backoff must be seconds with an s suffix, e.g. 10s."
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?s$", var.retry_minimum_backoff)) && try(tonumber(trimsuffix(var.retry_minimum_backoff, "s")) <= 600, false)
+    error_message = "retry_minimum_backoff must be seconds with an s suffix between 0s and 600s, e.g. 10s."
   }
 }
 
@@ -383,19 +420,24 @@ variable "retry_maximum_backoff" {
   default     = "600s"
 
   validation {
-    condition     = can(regex("^[0-9]+(\\.[0-9]+)?s$", var.retry_maximum_backoff))
-    error_message = "retry_maximum_backoff must be seconds with an s suffix, e.g. 600s."
+    condition     = can(regex("^[0-9]+(\\.[0-9]+)?s$", var.retry_maximum_backoff)) && try(tonumber(trimsuffix(var.retry_maximum_backoff, "s")) <= 600, false)
+    error_message = "retry_maximum_backoff must be seconds with an s suffix between 0s and 600s, e.g. 600s."
+  }
+
+  validation {
+    condition     = try(tonumber(trimsuffix(var.retry_maximum_backoff, "s")) >= tonumber(trimsuffix(var.retry_minimum_backoff, "s")), false)
+    error_message = "retry_maximum_backoff must not be shorter than retry_minimum_backoff."
   }
 }
 
 variable "dead_letter_retention" {
   type        = string
-  description = "How long the dead-letter subscription keeps undeliverable messages (at most 604800s, 7 days)."
+  description = "How long the dead-letter subscription keeps undeliverable messages, whole seconds with an s suffix between 600s (10 minutes) and 2678400s (31 days), Pub/Sub's limits."
   default     = "604800s"
 
   validation {
-    condition     = can(regex("^[0-9]+s$", var.dead_letter_retention))
-    error_message = "dead_letter_retention must be whole seconds with an s suffix, e.g. 604800s."
+    condition     = can(regex("^[0-9]+s$", var.dead_letter_retention)) && try(tonumber(trimsuffix(var.dead_letter_retention, "s")) >= 600 && tonumber(trimsuffix(var.dead_letter_retention, "s")) <= 2678400, false)
+    error_message = "dead_letter_retention must be whole seconds with an s suffix between 600s and 2678400s (31 days), e.g. 604800s."
   }
 }
 

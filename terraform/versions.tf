@@ -1,22 +1,23 @@
 terraform {
-  required_version = ">= 1.5"
+  # 1.9: variable validations that refer to other variables.
+  required_version = ">= 1.9, < 2.0"
 
   required_providers {
+    # 7.x: condition_prometheus_query_language.disable_metric_validation and
+    # condition_matched_log; tested with 7.45.0.
     google = {
       source  = "hashicorp/google"
-      version = ">= 6.0, < 8.0"
+      version = ">= 7.0, < 8.0"
     }
     # The archive's excludes are exact paths and directory names, which match
     # the same way before and after 2.5.0 made excludes globs.
     archive = {
       source  = "hashicorp/archive"
-      version = ">= 2.5.0"
+      version = ">= 2.5.0, < 3.0.0"
     }
-    # time_sleep: lets a new log-based metric reach Cloud Monitoring before
-    # the alert policy that reads it is created.
-    time = {
-      source  = "hashicorp/time"
-      version = ">= 0.9.0"
-    }
+  }
+
+  provider_meta "google" {
+    module_name = "tpu-autoheal/terraform"
   }
 }

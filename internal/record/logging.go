@@ -89,6 +89,7 @@ func (l *Logging) Record(ctx context.Context, r remediate.Record) error {
 	e, err := Entry(ctx, r)
 	if err == nil {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+		// rest: logging.entries.write
 		err = l.logger.LogSync(wctx, e)
 		cancel()
 		if err == nil {

@@ -72,6 +72,7 @@ func EndpointOptions(endpoint string) ([]option.ClientOption, error) {
 
 // GetNode reads a node (tpu.nodes.get).
 func (c *Client) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
+	// rest: tpu.projects.locations.nodes.get
 	n, err := c.svc.Projects.Locations.Nodes.Get(name).Context(ctx).Do()
 	if err != nil {
 		return nil, fmt.Errorf("get node %s: %w", name, err)
@@ -89,6 +90,7 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 	if c.PageSize > 0 {
 		call = call.PageSize(c.PageSize)
 	}
+	// rest: tpu.projects.locations.nodes.list
 	resp, err := call.Do()
 	if err != nil {
 		return nil, "", fmt.Errorf("list nodes in %s: %w", parent, err)
@@ -99,6 +101,7 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 // DeleteNode starts deleting a node and returns the operation's name
 // (tpu.nodes.delete).
 func (c *Client) DeleteNode(ctx context.Context, name string) (string, error) {
+	// rest: tpu.projects.locations.nodes.delete
 	op, err := c.svc.Projects.Locations.Nodes.Delete(name).Context(ctx).Do()
 	if err != nil {
 		return "", fmt.Errorf("delete node %s: %w", name, err)
@@ -109,6 +112,7 @@ func (c *Client) DeleteNode(ctx context.Context, name string) (string, error) {
 // CreateNode starts creating parent/nodes/nodeID from node and returns the
 // operation's name (tpu.nodes.create).
 func (c *Client) CreateNode(ctx context.Context, parent, nodeID string, node *tpu.Node) (string, error) {
+	// rest: tpu.projects.locations.nodes.create
 	op, err := c.svc.Projects.Locations.Nodes.Create(parent, node).NodeId(nodeID).Context(ctx).Do()
 	if err != nil {
 		return "", fmt.Errorf("create node %s/nodes/%s: %w", parent, nodeID, err)
@@ -118,6 +122,7 @@ func (c *Client) CreateNode(ctx context.Context, parent, nodeID string, node *tp
 
 // GetQueuedResource reads a queued resource (authorized as tpu.nodes.get; see Permissions).
 func (c *Client) GetQueuedResource(ctx context.Context, name string) (*tpu.QueuedResource, error) {
+	// rest: tpu.projects.locations.queuedResources.get
 	q, err := c.svc.Projects.Locations.QueuedResources.Get(name).Context(ctx).Do()
 	if err != nil {
 		return nil, fmt.Errorf("get queued resource %s: %w", name, err)
@@ -128,6 +133,7 @@ func (c *Client) GetQueuedResource(ctx context.Context, name string) (*tpu.Queue
 // ResetQueuedResource starts resetting a queued resource (all its nodes, all
 // slices of a multislice) and returns the operation's name.
 func (c *Client) ResetQueuedResource(ctx context.Context, name string) (string, error) {
+	// rest: tpu.projects.locations.queuedResources.reset
 	op, err := c.svc.Projects.Locations.QueuedResources.Reset(name, &tpu.ResetQueuedResourceRequest{}).Context(ctx).Do()
 	if err != nil {
 		return "", fmt.Errorf("reset queued resource %s: %w", name, err)
@@ -152,6 +158,7 @@ func (c *Client) WaitOperation(ctx context.Context, name string) error {
 			return fmt.Errorf("wait for operation %s: %w", name, ctx.Err())
 		case <-t.C:
 		}
+		// rest: tpu.projects.locations.operations.get
 		op, err := c.svc.Projects.Locations.Operations.Get(name).Context(ctx).Do()
 		if err != nil {
 			return fmt.Errorf("wait for operation %s: %w", name, err)

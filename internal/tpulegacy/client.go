@@ -65,6 +65,7 @@ func (c *Client) Close() error { return c.c.Close() }
 
 // GetNode reads a legacy node (tpu.nodes.get).
 func (c *Client) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
+	// rest: tpu.projects.locations.nodes.get
 	n, err := c.c.GetNode(ctx, &tpupb.GetNodeRequest{Name: name})
 	if err != nil {
 		return nil, fmt.Errorf("get legacy node %s: %w", name, APIError(err))
@@ -78,6 +79,7 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 	if size <= 0 {
 		size = DefaultPageSize
 	}
+	// rest: tpu.projects.locations.nodes.list
 	it := c.c.ListNodes(ctx, &tpupb.ListNodesRequest{Parent: parent})
 	var page []*tpupb.Node
 	next, err := iterator.NewPager(it, size, pageToken).NextPage(&page)
@@ -94,6 +96,7 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 // DeleteNode starts deleting a legacy node and returns the operation's name
 // (tpu.nodes.delete).
 func (c *Client) DeleteNode(ctx context.Context, name string) (string, error) {
+	// rest: tpu.projects.locations.nodes.delete
 	op, err := c.c.DeleteNode(ctx, &tpupb.DeleteNodeRequest{Name: name})
 	if err != nil {
 		return "", fmt.Errorf("delete legacy node %s: %w", name, APIError(err))
@@ -107,6 +110,7 @@ func (c *Client) DeleteNode(ctx context.Context, name string) (string, error) {
 func (c *Client) CreateNode(ctx context.Context, parent, nodeID string, node *tpu.Node) (string, error) {
 	n := ToV1(node)
 	n.Name = ""
+	// rest: tpu.projects.locations.nodes.create
 	op, err := c.c.CreateNode(ctx, &tpupb.CreateNodeRequest{Parent: parent, NodeId: nodeID, Node: n})
 	if err != nil {
 		return "", fmt.Errorf("create legacy node %s/nodes/%s: %w", parent, nodeID, APIError(err))
@@ -130,6 +134,7 @@ func (c *Client) WaitOperation(ctx context.Context, name string) error {
 			return fmt.Errorf("wait for legacy operation %s: %w", name, ctx.Err())
 		case <-t.C:
 		}
+		// rest: tpu.projects.locations.operations.get
 		op, err := c.c.GetOperation(ctx, &longrunningpb.GetOperationRequest{Name: name})
 		if err != nil {
 			return fmt.Errorf("wait for legacy operation %s: %w", name, APIError(err))
