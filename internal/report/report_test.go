@@ -64,7 +64,7 @@ var wantNight = []report.JSONIncident{
 		// 420s after the event. 7 min × 4 chips = 0.4667.
 		Node: nodeB, Zone: "europe-west4-a", AcceleratorType: "v3-8", Chips: 4, Cause: "maintenance",
 		Start: at("03:05:00"), Detected: at("03:05:02"), Recovered: atp("03:05:02"), Resumed: atp("03:12:00"),
-		Outcome: "recovered by itself",
+		Outcome:         "recovered by itself",
 		DowntimeSeconds: 420, LostProgressSeconds: secs(240), ChipHoursLost: 0.467,
 		Phases: []report.JSONPhase{ph("detect", "03:05:00", "03:05:02"), ph("resume", "03:05:02", "03:12:00")},
 	},
@@ -98,7 +98,7 @@ var wantNight = []report.JSONIncident{
 		// incident; the node was healthy 2 s after. 2 s × 64 chips = 0.036.
 		Node: nodeA, Zone: "us-central2-b", AcceleratorType: "v4-128", Chips: 64, Cause: "maintenance",
 		Start: at("06:00:00"), Detected: at("06:00:02"), Recovered: atp("06:00:02"),
-		Outcome: "recovered by itself",
+		Outcome:         "recovered by itself",
 		DowntimeSeconds: 2, ChipHoursLost: 0.036,
 		Phases: []report.JSONPhase{ph("detect", "06:00:00", "06:00:02")},
 	},
