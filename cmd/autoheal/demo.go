@@ -77,7 +77,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return writeDemoReport(ctx, records, stdout, stderr)
+	return writeDemoReport(ctx, records, *clock, stdout, stderr)
 }
 
 func countNodes(fleet []byte) int {

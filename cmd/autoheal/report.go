@@ -241,7 +241,11 @@ func (in *reportInputs) close() {
 
 // writeDemoReport prints the report of the records file autoheal demo
 // wrote.
-func writeDemoReport(ctx context.Context, records string, stdout, stderr io.Writer) error {
+func writeDemoReport(ctx context.Context, records, clock string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, "\nWhat did it cost (autoheal report over the records of this run):")
+	if clock == "wall" {
+		fmt.Fprintln(stdout, "(--clock wall decided the bundled entries of 2026-11-20 now, so the report counts all that time as\n"+
+			"detection and downtime; --clock event decides each at its own time, and the simulated API answers at once.)")
+	}
 	return runReport(ctx, []string{records}, nil, stdout, stderr)
 }
