@@ -27,7 +27,6 @@ const (
 	svgTop    = 30 // axis labels
 	svgBar    = 16
 	svgMinBar = 3 // a short phase is still visible
-	svgTicks  = 6
 )
 
 type htmlBar struct {
@@ -42,6 +41,21 @@ type htmlRow struct {
 	Y, TextY             float64
 	Bars                 []htmlBar
 	MarkX                float64 // a marker at the first event
+	OutcomeX             float64
+	OutcomeAnchor        string
+}
+
+// tickStep is a round step giving at most 8 ticks over span.
+func tickStep(span time.Duration) time.Duration {
+	for _, s := range []time.Duration{
+		time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
+		10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+	} {
+		if span/s <= 8 {
+			return s
+		}
+	}
+	return 24 * time.Hour * (span/(8*24*time.Hour) + 1)
 }
 
 type htmlTick struct {
@@ -83,11 +97,18 @@ func WriteHTML(w io.Writer, incs []Incident, s Summary, title string) error {
 	if span <= 0 {
 		span = time.Second
 	}
-	plot := float64(svgWidth - svgLabel - 20)
+	plot := float64(svgWidth - svgLabel - 40)
 	x := func(t time.Time) float64 { return svgLabel + plot*float64(t.Sub(from))/float64(span) }
-	for i := 0; i <= svgTicks; i++ {
-		t := from.Add(time.Duration(float64(span) * float64(i) / svgTicks))
-		p.Ticks = append(p.Ticks, htmlTick{X: x(t), Label: t.UTC().Format("15:04:05")})
+	step := tickStep(span)
+	layout := "15:04"
+	if step < time.Minute {
+		layout = "15:04:05"
+	}
+	for t := from.Truncate(step); !t.After(to); t = t.Add(step) {
+		if t.Before(from) {
+			continue
+		}
+		p.Ticks = append(p.Ticks, htmlTick{X: x(t), Label: t.UTC().Format(layout)})
 	}
 	for i, in := range incs {
 		y := float64(svgTop + i*svgRow)
@@ -99,6 +120,15 @@ func WriteHTML(w io.Writer, incs []Incident, s Summary, title string) error {
 			}
 			row.Bars = append(row.Bars, htmlBar{X: bx, Y: y, W: bw, H: svgBar, Color: PhaseColors[ph.Phase], Phase: ph.Phase,
 				Title: fmt.Sprintf("%s %s: %s to %s (%s)", ShortNode(in.Node), ph.Phase, ph.Start.UTC().Format("15:04:05"), ph.End.UTC().Format("15:04:05"), Dur(ph.End.Sub(ph.Start)))})
+		}
+		// The outcome, after the bars or, near the right edge, before them.
+		end, begin := row.MarkX, row.MarkX
+		for _, b := range row.Bars {
+			end = max(end, b.X+b.W)
+		}
+		row.OutcomeX, row.OutcomeAnchor = end+6, "start"
+		if end > svgWidth-220 {
+			row.OutcomeX, row.OutcomeAnchor = begin-6, "end"
 		}
 		p.Rows = append(p.Rows, row)
 	}
@@ -137,6 +167,7 @@ h2 { font-size: 17px; margin: 24px 0 8px; }
 ul.breakdown { margin: 8px 0; padding-left: 18px; color: #333; }
 svg text { font: 12px system-ui, sans-serif; fill: #1d2433; }
 svg .axis { stroke: #d8dde6; }
+svg text.outcome { fill: #5c6370; font-size: 11px; }
 .legend span { display: inline-block; margin-right: 14px; }
 .legend i { display: inline-block; width: 14px; height: 10px; margin-right: 4px; vertical-align: middle; }
 table { border-collapse: collapse; font-size: 13px; }
@@ -168,7 +199,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 <text x="4" y="{{f .TextY}}">{{.Label}}</text>
 <rect x="{{f .MarkX}}" y="{{f .Y}}" width="2" height="16" fill="#1d2433"><title>first event</title></rect>
 {{range .Bars}}<rect class="bar" data-phase="{{.Phase}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" fill="{{.Color}}" rx="2"><title>{{.Title}}</title></rect>
-{{end}}</g>
+{{end}}<text class="outcome" x="{{f .OutcomeX}}" y="{{f .TextY}}" text-anchor="{{.OutcomeAnchor}}">{{.Outcome}}</text>
+</g>
 {{end}}</svg>
 <h2>Incidents</h2>
 <table id="incidents-table">
