@@ -105,18 +105,35 @@ func nonNeg(d time.Duration) time.Duration {
 // Grouper groups records, in the order they were recorded, into incidents.
 // It keeps one open builder per node and the finished incidents.
 type Grouper struct {
-	open map[string]*builder
-	done []Incident
+	open    map[string]*builder
+	done    []Incident
+	strings map[string]string // one copy of each repeated string
 }
 
 // NewGrouper returns an empty grouper.
-func NewGrouper() *Grouper { return &Grouper{open: map[string]*builder{}} }
+func NewGrouper() *Grouper {
+	return &Grouper{open: map[string]*builder{}, strings: map[string]string{}}
+}
+
+// intern returns the grouper's copy of s, so that a million records about
+// a few thousand nodes hold a few thousand node names.
+func (g *Grouper) intern(s string) string {
+	if c, ok := g.strings[s]; ok {
+		return c
+	}
+	if len(g.strings) < 1<<16 {
+		g.strings[s] = s
+	}
+	return s
+}
 
 // Add adds one record. Rejects and records about no node are ignored.
 func (g *Grouper) Add(r Record) {
 	if r.Node == "" || r.Action == string(remediate.ActionReject) {
 		return
 	}
+	r.Node, r.Zone, r.Cause, r.AcceleratorType = g.intern(r.Node), g.intern(r.Zone), g.intern(r.Cause), g.intern(r.AcceleratorType)
+	r.Reason = g.intern(r.Reason)
 	b := g.open[r.Node]
 	if b != nil && !b.takes(r) {
 		if !opens(r) {
@@ -137,11 +154,13 @@ func (g *Grouper) Add(r Record) {
 }
 
 // Incidents finishes every incident and returns them by start, then node.
+// The grouper is empty afterwards.
 func (g *Grouper) Incidents() []Incident {
-	out := append([]Incident(nil), g.done...)
+	out := g.done
 	for _, b := range g.open {
 		out = append(out, b.incident())
 	}
+	g.done, g.open = nil, map[string]*builder{}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Start.Equal(out[j].Start) {
 			return out[i].Start.Before(out[j].Start)
@@ -488,7 +507,13 @@ func (b *builder) phases(in Incident) []PhaseSpan {
 		span(PhaseResume, in.Resumed)
 	}
 	// Zero-length spans say nothing on a timeline.
-	kept := out[:0]
+	n := 0
+	for _, p := range out {
+		if p.End.After(p.Start) {
+			n++
+		}
+	}
+	kept := make([]PhaseSpan, 0, n)
 	for _, p := range out {
 		if p.End.After(p.Start) {
 			kept = append(kept, p)
