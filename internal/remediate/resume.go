@@ -491,3 +491,28 @@ func EvaluateResume(attrs []GuestAttribute, workers int, first time.Time) Resume
 	ev.Complete = workers > 0 && ev.Reported == workers
 	return ev
 }
+
+// Recording returns a Recorder that writes each record to next, then
+// Observes it, so that incidents open and close without a line in the
+// handler. An Observe error does not fail the record (it was written); it
+// goes to onErr (nil: dropped). The watcher's own Recorder should be next,
+// not the returned one.
+func (w *ResumeWatcher) Recording(next Recorder, onErr func(error)) Recorder {
+	return observingRecorder{w: w, next: next, onErr: onErr}
+}
+
+type observingRecorder struct {
+	w     *ResumeWatcher
+	next  Recorder
+	onErr func(error)
+}
+
+func (o observingRecorder) Record(ctx context.Context, r Record) error {
+	if err := o.next.Record(ctx, r); err != nil {
+		return err
+	}
+	if err := o.w.Observe(ctx, r); err != nil && o.onErr != nil {
+		o.onErr(err)
+	}
+	return nil
+}

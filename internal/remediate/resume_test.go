@@ -295,3 +295,33 @@ func mustOpen(t *testing.T, e *watchEnv) remediate.Incident {
 	}
 	return inc
 }
+
+func TestRecordingObservesWhatItRecords(t *testing.T) {
+	ctx := context.Background()
+	s := ledger.NewMemoryIncidents()
+	inner := &sliceRecorder{}
+	w := &remediate.ResumeWatcher{Store: s, Recorder: inner}
+	var errs []error
+	rec := w.Recording(inner, func(err error) { errs = append(errs, err) })
+	r := remediate.Record{Time: firstEvent, InsertID: "e1", EventTime: firstEvent, Node: resumeNode, Action: remediate.ActionRecreate}
+	if err := rec.Record(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if len(inner.recs) != 1 {
+		t.Errorf("%d records written, want 1", len(inner.recs))
+	}
+	if _, open, _ := s.OpenIncidentOf(ctx, resumeNode); !open {
+		t.Error("no incident opened")
+	}
+	inner.err = errors.New("logging down")
+	r.Node = "projects/p/locations/z/nodes/other"
+	if err := rec.Record(ctx, r); err == nil {
+		t.Error("a failed write was not returned")
+	}
+	if _, open, _ := s.OpenIncidentOf(ctx, r.Node); open {
+		t.Error("an incident opened for a record that was not written")
+	}
+	if len(errs) != 0 {
+		t.Errorf("observe errors: %v", errs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sort"
 	"time"
 )
 
@@ -73,15 +74,32 @@ type htmlPage struct {
 	Width     int
 	LabelW    int
 	Legend    []htmlLegend
+	Omitted   int
 }
+
+// MaxHTMLIncidents is how many incidents the page draws.
+const MaxHTMLIncidents = 500
 
 type htmlLegend struct{ Phase, Color string }
 
 // WriteHTML writes one self-contained page (inline CSS and SVG, no script,
 // no network): the summary, a timeline with one row per incident where each
 // phase is a coloured bar, and the incidents table.
+//
+// A page stays readable: with more than MaxHTMLIncidents incidents, the
+// timeline and table show the MaxHTMLIncidents that lost the most
+// chip-hours (in time order) and say how many were left out; the summary
+// covers all.
 func WriteHTML(w io.Writer, incs []Incident, s Summary, title string) error {
-	p := htmlPage{Title: title, Summary: s, Incidents: incs, Width: svgWidth, LabelW: svgLabel}
+	shown, omitted := incs, 0
+	if len(incs) > MaxHTMLIncidents {
+		shown = append([]Incident(nil), incs...)
+		sort.SliceStable(shown, func(i, j int) bool { return shown[i].ChipHoursLost() > shown[j].ChipHoursLost() })
+		shown, omitted = shown[:MaxHTMLIncidents], len(incs)-MaxHTMLIncidents
+		sort.SliceStable(shown, func(i, j int) bool { return shown[i].Start.Before(shown[j].Start) })
+	}
+	incs = shown
+	p := htmlPage{Title: title, Summary: s, Incidents: incs, Omitted: omitted, Width: svgWidth, LabelW: svgLabel}
 	for _, ph := range PhaseOrder {
 		p.Legend = append(p.Legend, htmlLegend{ph, PhaseColors[ph]})
 	}
@@ -192,6 +210,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 <li id="by-outcome">by outcome: {{range $i, $c := .Summary.ByOutcome}}{{if $i}}, {{end}}{{$c.Key}} {{$c.N}}{{end}}</li>
 </ul>
 <h2>Timeline</h2>
+{{if .Omitted}}<p class="sub" id="omitted">{{.Omitted}} incidents with the least chip-hours lost are not drawn; the summary counts them.</p>{{end}}
 <p class="legend">{{range .Legend}}<span><i style="background:{{.Color}}"></i>{{.Phase}}</span>{{end}}</p>
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{f .Height}}" viewBox="0 0 {{.Width}} {{f .Height}}" role="img" aria-label="one row per incident, one bar per phase">
 {{range .Ticks}}<line class="axis" x1="{{f .X}}" y1="18" x2="{{f .X}}" y2="{{f $.Height}}"/><text x="{{f .X}}" y="12" text-anchor="middle">{{.Label}}</text>
