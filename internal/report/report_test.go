@@ -293,3 +293,35 @@ func TestHTMLIsSelfContained(t *testing.T) {
 		t.Errorf("%d timeline rows, want 6", got)
 	}
 }
+
+func TestHTMLDrawsTheCostliestIncidentsOfAHugeNight(t *testing.T) {
+	var recs []report.Record
+	t0 := at("00:00:00")
+	for i := 0; i < 600; i++ {
+		node := "projects/p/locations/z/nodes/n" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + time.Duration(i).String()
+		// Incident i is down i minutes: the 100 shortest are left out.
+		start := t0.Add(time.Duration(i) * time.Second)
+		recs = append(recs,
+			report.Record{Time: start, EventTime: start, InsertID: node, Node: node, Action: "defer", AcceleratorType: "v4-8"},
+			report.Record{Time: start.Add(time.Duration(i+1) * time.Minute), Node: node, Action: "recreate", Outcome: "recovered", Phase: "done"},
+		)
+	}
+	incs := report.Group(recs)
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, incs, report.Summarize(incs), "huge"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if got := strings.Count(out, `<g class="timeline-row"`); got != report.MaxHTMLIncidents {
+		t.Errorf("%d rows, want %d", got, report.MaxHTMLIncidents)
+	}
+	if !strings.Contains(out, "100 incidents with the least chip-hours lost are not drawn") {
+		t.Error("the page does not say what it left out")
+	}
+	if !strings.Contains(out, `<dd id="incidents">600</dd>`) {
+		t.Error("the summary does not count every incident")
+	}
+	if strings.Contains(out, `data-node="projects/p/locations/z/nodes/na0s"`) {
+		t.Error("the shortest incident is drawn")
+	}
+}
