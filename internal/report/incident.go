@@ -206,6 +206,10 @@ type builder struct {
 	resetDone                          time.Time
 	closedAt                           time.Time
 	recoveredByOutcome                 bool
+	// outage is the earliest event of the incident that is not a
+	// maintenance notice: downtime starts there (a notice's checkpoint
+	// request is not an outage).
+	outage time.Time
 }
 
 func eventOf(r Record) time.Time {
@@ -246,6 +250,11 @@ func (b *builder) takes(r Record) bool {
 func (b *builder) add(r Record) {
 	in := &b.inc
 	in.Records++
+	if r.Action != string(remediate.ActionPrepare) {
+		if t := eventOf(r); b.outage.IsZero() || t.Before(b.outage) {
+			b.outage = t
+		}
+	}
 	if t := eventOf(r); t.Before(in.Start) {
 		in.Start = t
 	}
@@ -463,15 +472,15 @@ func (b *builder) incident() Incident {
 		in.Outcome += " (dry run)"
 	}
 
-	switch {
-	case strings.HasPrefix(in.Outcome, OutcomeSkipped):
-		in.Downtime = 0
+	switch down := b.outage; {
+	case strings.HasPrefix(in.Outcome, OutcomeSkipped), down.IsZero():
+		in.Downtime = 0 // left alone, or only a notice: no outage seen
 	case !in.Resumed.IsZero():
-		in.Downtime = nonNeg(in.Resumed.Sub(in.Start))
+		in.Downtime = nonNeg(in.Resumed.Sub(down))
 	case !in.Recovered.IsZero():
-		in.Downtime = nonNeg(in.Recovered.Sub(in.Start))
+		in.Downtime = nonNeg(in.Recovered.Sub(down))
 	default:
-		in.Downtime = nonNeg(in.End.Sub(in.Start))
+		in.Downtime = nonNeg(in.End.Sub(down))
 	}
 	in.Phases = b.phases(in)
 	return in

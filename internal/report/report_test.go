@@ -325,3 +325,28 @@ func TestHTMLDrawsTheCostliestIncidentsOfAHugeNight(t *testing.T) {
 		t.Error("the shortest incident is drawn")
 	}
 }
+
+func TestAMaintenanceNoticeIsNotDowntime(t *testing.T) {
+	const node = "projects/p/locations/z/nodes/n"
+	notice, outage := at("01:00:00"), at("03:00:00")
+	recs := []report.Record{
+		// The notice: the guest checkpointed at 01:00.
+		{Time: notice, EventTime: notice, InsertID: "notice", Node: node, Action: "prepare", Outcome: "prepared", AcceleratorType: "v5p-16"},
+		// The maintenance two hours later; the node is READY again 10 minutes after.
+		{Time: outage, EventTime: outage, InsertID: "m", Node: node, Action: "recreate", Outcome: "recovered", Phase: "done",
+			Steps: []report.Step{{Name: "delete", Start: outage, Duration: time.Minute}, {Name: "create", Start: outage.Add(time.Minute), Duration: 9 * time.Minute}}},
+	}
+	incs := report.Group(recs)
+	if len(incs) != 1 {
+		t.Fatalf("%d incidents, want 1", len(incs))
+	}
+	in := incs[0]
+	if in.Start != notice || in.Downtime != 10*time.Minute || in.Outcome != "recreated" || in.ChipHoursLost() != 10.0/60*8 {
+		t.Errorf("incident = start %v, downtime %v, outcome %q, %v chip-hours; want start at the notice, 10m down from the outage, recreated, 1.33",
+			in.Start, in.Downtime, in.Outcome, in.ChipHoursLost())
+	}
+	only := report.Group(recs[:1])[0]
+	if only.Outcome != "prepared" || only.Downtime != 0 {
+		t.Errorf("notice alone = %q, %v down; want prepared, 0", only.Outcome, only.Downtime)
+	}
+}
