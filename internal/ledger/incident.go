@@ -43,7 +43,7 @@ func (m *MemoryIncidents) OpenIncident(ctx context.Context, inc remediate.Incide
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if cur, ok := m.nodes[inc.Node]; ok && cur.Open() {
+	if cur, ok := m.nodes[inc.Node]; ok && !remediate.NewIncident(cur, inc) {
 		return cur, false, nil
 	}
 	inc.ClosedAt, inc.CloseReason = time.Time{}, ""
@@ -211,7 +211,7 @@ func (f *FirestoreIncidents) OpenIncident(ctx context.Context, inc remediate.Inc
 	}
 	inc.ClosedAt, inc.CloseReason = time.Time{}, ""
 	got, opened, err := f.update(ctx, inc.Node, func(cur remediate.Incident, exists bool) (remediate.Incident, bool) {
-		if exists && cur.Open() {
+		if exists && !remediate.NewIncident(cur, inc) {
 			return cur, false
 		}
 		return inc, true

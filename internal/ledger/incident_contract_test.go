@@ -100,6 +100,11 @@ func runIncidentContract(t *testing.T, newStore func(t *testing.T) remediate.Inc
 		if diff := cmp.Diff([]remediate.Incident{other}, open); diff != "" {
 			t.Errorf("OpenIncidents after close (-want +got):\n%s", diff)
 		}
+		late := first
+		late.InsertID, late.FirstEvent = "e1-w7", t0.Add(30*time.Second) // delivered after the close
+		if _, opened, err := s.OpenIncident(ctx, late); err != nil || opened {
+			t.Errorf("OpenIncident of an event before the close = %v, %v; want no new incident", opened, err)
+		}
 		next := first
 		next.InsertID, next.FirstEvent = "e9", t0.Add(24*time.Hour)
 		got, opened, err := s.OpenIncident(ctx, next)

@@ -154,11 +154,23 @@ type Incident struct {
 // Open reports whether the incident is still open.
 func (i Incident) Open() bool { return i.ClosedAt.IsZero() }
 
+// NewIncident reports whether inc, about the node of latest (its latest
+// incident), starts a new incident: not while latest is open, and not when
+// inc's event is no later than latest was closed (a late delivery of an
+// event the closed incident already covered).
+func NewIncident(latest, inc Incident) bool {
+	if latest.Open() {
+		return false
+	}
+	return inc.FirstEvent.After(latest.ClosedAt)
+}
+
 // IncidentStore keeps the incidents (ledger.MemoryIncidents,
 // ledger.FirestoreIncidents). One incident per node is open at a time.
 type IncidentStore interface {
-	// OpenIncident opens inc unless the node has an open incident, which is
-	// returned unchanged (the first event wins); opened says which.
+	// OpenIncident opens inc unless NewIncident(latest, inc) is false for
+	// the node's latest incident, which is then returned unchanged (the
+	// first event wins); opened says which.
 	OpenIncident(ctx context.Context, inc Incident) (got Incident, opened bool, err error)
 	// OpenIncidentOf returns the node's open incident; ok is false when it
 	// has none.
