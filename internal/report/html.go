@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"sort"
 	"time"
 )
@@ -56,7 +57,11 @@ func tickStep(span time.Duration) time.Duration {
 			return s
 		}
 	}
-	return 24 * time.Hour * (span/(8*24*time.Hour) + 1)
+	days := span/(8*24*time.Hour) + 1
+	if days > time.Duration(math.MaxInt64)/(24*time.Hour) {
+		return math.MaxInt64
+	}
+	return 24 * time.Hour * days
 }
 
 type htmlTick struct {
@@ -122,7 +127,9 @@ func WriteHTML(w io.Writer, incs []Incident, s Summary, title string) error {
 	if step < time.Minute {
 		layout = "15:04:05"
 	}
-	for t := from.Truncate(step); !t.After(to); t = t.Add(step) {
+	// At most a dozen ticks, whatever the times (a step that overflowed
+	// would otherwise never reach to).
+	for t, i := from.Truncate(step), 0; !t.After(to) && i < 12; t, i = t.Add(step), i+1 {
 		if t.Before(from) {
 			continue
 		}

@@ -14,22 +14,23 @@ import (
 
 // Dur prints a duration compactly for people: 0s, 45s, 12m30s, 1h02m, 2d03h.
 func Dur(d time.Duration) string {
-	if d < 0 {
-		return "-" + Dur(-d)
+	// In whole seconds first: -d overflows for the smallest Duration.
+	s, sign := int64(d.Round(time.Second)/time.Second), ""
+	if s < 0 {
+		s, sign = -s, "-"
 	}
-	s := int64(d.Round(time.Second) / time.Second)
 	switch {
 	case s < 60:
-		return fmt.Sprintf("%ds", s)
+		return fmt.Sprintf("%s%ds", sign, s)
 	case s < 3600:
 		if s%60 == 0 {
-			return fmt.Sprintf("%dm", s/60)
+			return fmt.Sprintf("%s%dm", sign, s/60)
 		}
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+		return fmt.Sprintf("%s%dm%02ds", sign, s/60, s%60)
 	case s < 86400:
-		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
+		return fmt.Sprintf("%s%dh%02dm", sign, s/3600, (s%3600)/60)
 	}
-	return fmt.Sprintf("%dd%02dh", s/86400, (s%86400)/3600)
+	return fmt.Sprintf("%s%dd%02dh", sign, s/86400, (s%86400)/3600)
 }
 
 // ShortNode is the node's id: the last part of its resource name.

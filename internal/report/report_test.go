@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -348,5 +349,20 @@ func TestAMaintenanceNoticeIsNotDowntime(t *testing.T) {
 	only := report.Group(recs[:1])[0]
 	if only.Outcome != "prepared" || only.Downtime != 0 {
 		t.Errorf("notice alone = %q, %v down; want prepared, 0", only.Outcome, only.Downtime)
+	}
+}
+
+func TestDur(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"}, {1499 * time.Millisecond, "1s"}, {45 * time.Second, "45s"}, {12*time.Minute + 30*time.Second, "12m30s"},
+		{18 * time.Minute, "18m"}, {time.Hour + 2*time.Minute + 59*time.Second, "1h02m"}, {51*time.Hour + 10*time.Minute, "2d03h"},
+		{-90 * time.Second, "-1m30s"}, {math.MinInt64, "-106751d23h"}, {math.MaxInt64, "106751d23h"},
+	} {
+		if got := report.Dur(tc.d); got != tc.want {
+			t.Errorf("Dur(%d) = %q, want %q", int64(tc.d), got, tc.want)
+		}
 	}
 }
