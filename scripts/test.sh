@@ -57,6 +57,7 @@ fuzz() {
 }
 fuzz FuzzParse ./internal/events
 fuzz FuzzReader ./internal/events
+fuzz FuzzReader ./internal/report
 
 log "shellcheck"
 shellcheck scripts/*.sh .ci/run startup/*.sh startup/test/*.bash
