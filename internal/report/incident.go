@@ -210,6 +210,9 @@ type builder struct {
 	// maintenance notice: downtime starts there (a notice's checkpoint
 	// request is not an outage).
 	outage time.Time
+	// lastKind is the last delete, create or reset step seen: the
+	// operation a later poll waits for.
+	lastKind string
 }
 
 func eventOf(r Record) time.Time {
@@ -362,6 +365,9 @@ func (b *builder) add(r Record) {
 	case remediate.OutcomeMaintained:
 		b.maintain = true
 	}
+	if r.Phase == "recovered" && r.Outcome == "" {
+		b.recovered(b.lastStepEnd(r, r.Time), false)
+	}
 	if r.Phase == string(remediate.PhaseAbandoned) {
 		b.abandoned = true
 		if b.abandonReason == "" {
@@ -394,10 +400,30 @@ func (b *builder) lastStepEnd(r Record, def time.Time) time.Time {
 }
 
 // steps reads the milestones of a recreate, reset or maintain record from
-// its steps (get steps are observation, not progress).
+// its steps, in order: a delete, create or reset step is done when the
+// wait for its operation ends (a wait-* or poll-operation step after it,
+// in this record or a later one), or at its own end when there is no wait. get steps are observation, not
+// progress. A record that names the phase reached but has no such steps
+// marks it at the record's time.
 func (b *builder) steps(r Record) {
 	in := &b.inc
 	claimed := time.Time{}
+	mark := func(kind string, t time.Time) {
+		switch kind {
+		case "delete":
+			if t.After(in.Deleted) {
+				in.Deleted = t
+			}
+		case "create":
+			if t.After(in.Created) {
+				in.Created = t
+			}
+		case "reset":
+			if t.After(b.resetDone) {
+				b.resetDone = t
+			}
+		}
+	}
 	for _, s := range r.Steps {
 		if s.Name == "get" || s.Name == remediate.StepGuestAttributes {
 			continue
@@ -405,22 +431,20 @@ func (b *builder) steps(r Record) {
 		if claimed.IsZero() || s.Start.Before(claimed) {
 			claimed = s.Start
 		}
+		kind := s.Name
+		switch s.Name {
+		case "wait-delete", "wait-create", "wait-reset":
+			kind = strings.TrimPrefix(s.Name, "wait-")
+		case "poll-operation", "wait-operation":
+			kind = b.lastKind // also one requested by an earlier record
+		}
 		if s.Err != "" {
 			continue
 		}
-		switch s.Name {
-		case "delete", "wait-delete":
-			if s.End().After(in.Deleted) {
-				in.Deleted = s.End()
-			}
-		case "create", "wait-create":
-			if s.End().After(in.Created) {
-				in.Created = s.End()
-			}
-		case "reset", "wait-reset":
-			if s.End().After(b.resetDone) {
-				b.resetDone = s.End()
-			}
+		switch kind {
+		case "delete", "create", "reset":
+			mark(kind, s.End())
+			b.lastKind = kind
 		}
 	}
 	if claimed.IsZero() {
@@ -429,15 +453,18 @@ func (b *builder) steps(r Record) {
 	if in.Claimed.IsZero() || claimed.Before(in.Claimed) {
 		in.Claimed = claimed
 	}
-	// Records that carry the phase reached but no steps.
 	switch r.Phase {
-	case "deleted":
+	case "deleted", "creating":
 		if in.Deleted.IsZero() {
 			in.Deleted = r.Time
 		}
 	case "created":
 		if in.Created.IsZero() {
 			in.Created = r.Time
+		}
+	case "reset":
+		if b.resetDone.IsZero() {
+			b.resetDone = r.Time
 		}
 	}
 }

@@ -366,3 +366,30 @@ func TestDur(t *testing.T) {
 		}
 	}
 }
+
+func TestStepsOfTheRecoveryStateMachine(t *testing.T) {
+	// The rewritten handler polls operations with poll-operation steps and
+	// may spread one recovery over several records (a sweep finishing it).
+	const node = "projects/p/locations/z/nodes/n"
+	t0 := at("03:00:00")
+	step := func(name, start string, secs int) report.Step {
+		return report.Step{Name: name, Start: at(start), Duration: time.Duration(secs) * time.Second}
+	}
+	recs := []report.Record{
+		{Time: t0.Add(2 * time.Second), EventTime: t0, InsertID: "e", Node: node, Action: "recreate", Phase: "creating", AcceleratorType: "v4-8",
+			Steps: []report.Step{step("get", "03:00:02", 1), step("delete", "03:00:03", 1), step("poll-operation", "03:00:04", 56), step("create", "03:01:00", 2)}},
+		{Time: at("03:05:00"), Node: node, Action: "recreate", Phase: "recovered", Outcome: "recovered",
+			Steps: []report.Step{step("get", "03:05:00", 1), step("poll-operation", "03:05:01", 299)}},
+	}
+	// The second record's poll is for the create the first one requested:
+	// the create's operation ended, and the node was READY, at 03:10.
+	in := report.Group(recs)[0]
+	want := struct{ Claimed, Deleted, Created, Recovered time.Time }{at("03:00:03"), at("03:01:00"), at("03:10:00"), at("03:10:00")}
+	got := struct{ Claimed, Deleted, Created, Recovered time.Time }{in.Claimed, in.Deleted, in.Created, in.Recovered}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("milestones (-want +got):\n%s", diff)
+	}
+	if in.Outcome != "recreated" || in.Downtime != 10*time.Minute || in.Chips != 4 {
+		t.Errorf("outcome %q, downtime %v, chips %d; want recreated, 10m, 4", in.Outcome, in.Downtime, in.Chips)
+	}
+}
