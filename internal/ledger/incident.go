@@ -210,6 +210,12 @@ func (f *FirestoreIncidents) OpenIncident(ctx context.Context, inc remediate.Inc
 		return remediate.Incident{}, false, errors.New("open incident: empty node")
 	}
 	inc.ClosedAt, inc.CloseReason = time.Time{}, ""
+	// The burst of one event (an entry per worker of a pod) finds the
+	// incident open: a plain read answers it without a transaction on the
+	// one document they all share.
+	if cur, ok, err := f.OpenIncidentOf(ctx, inc.Node); err == nil && ok {
+		return cur, false, nil
+	}
 	got, opened, err := f.update(ctx, inc.Node, func(cur remediate.Incident, exists bool) (remediate.Incident, bool) {
 		if exists && !remediate.NewIncident(cur, inc) {
 			return cur, false
