@@ -72,7 +72,7 @@ func WriteText(w io.Writer, incs []Incident, s Summary) error {
 	fmt.Fprintln(tw, "NODE\tTPU\tCHIPS\tCAUSE\tSTART (UTC)\tOUTCOME")
 	for _, in := range incs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clip(ShortNode(in.Node), 28), dash(in.AcceleratorType), chipsText(in.Chips),
-			dash(in.Cause), in.Start.UTC().Format(textTime), clip(in.Outcome, 36))
+			dash(in.Cause), in.Start.UTC().Format(textTime), clip(in.Outcome, 34))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -103,10 +103,9 @@ func WriteText(w io.Writer, incs []Incident, s Summary) error {
 
 // SummaryLines is the summary as text lines (the first one empty).
 func SummaryLines(s Summary) []string {
-	lines := []string{"", "Summary:",
-		"  by cause:         " + countsText(s.ByCause),
-		"  by outcome:       " + countsText(s.ByOutcome),
-	}
+	lines := []string{"", "Summary:"}
+	lines = append(lines, wrapCounts("  by cause:         ", s.ByCause)...)
+	lines = append(lines, wrapCounts("  by outcome:       ", s.ByOutcome)...)
 	if s.Recovered > 0 {
 		lines = append(lines, fmt.Sprintf("  time to recover:  median %s, p95 %s (%d incidents READY again)", Dur(s.RecoverMedian), Dur(s.RecoverP95), s.Recovered))
 	} else {
@@ -121,6 +120,28 @@ func SummaryLines(s Summary) []string {
 		fmt.Sprintf("  training resumed: %d of %d incidents; progress lost %s", s.Resumed, s.Incidents, lost),
 	)
 	return lines
+}
+
+// wrapCounts prints counts after label, wrapped to 120 columns under it.
+func wrapCounts(label string, cs []Count) []string {
+	indent := strings.Repeat(" ", len(label))
+	var lines []string
+	cur := label
+	for i, c := range cs {
+		item := fmt.Sprintf("%s %d", c.Key, c.N)
+		if i < len(cs)-1 {
+			item += ","
+		}
+		if cur != label && cur != indent && len([]rune(cur))+1+len([]rune(item)) > 120 {
+			lines = append(lines, strings.TrimRight(cur, " "))
+			cur = indent
+		}
+		if cur != label && cur != indent {
+			cur += " "
+		}
+		cur += item
+	}
+	return append(lines, cur)
 }
 
 func countsText(cs []Count) string {

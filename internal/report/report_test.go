@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -391,5 +392,35 @@ func TestStepsOfTheRecoveryStateMachine(t *testing.T) {
 	}
 	if in.Outcome != "recreated" || in.Downtime != 10*time.Minute || in.Chips != 4 {
 		t.Errorf("outcome %q, downtime %v, chips %d; want recreated, 10m, 4", in.Outcome, in.Downtime, in.Chips)
+	}
+}
+
+func TestTextOfLongNamesFitsIn120Columns(t *testing.T) {
+	long := "projects/p/locations/us-central2-b/nodes/" + strings.Repeat("very-long-node-name-", 4)
+	t0 := at("03:00:00")
+	recs := []report.Record{
+		{Time: t0, EventTime: t0, InsertID: "a", Node: long, Action: "skip", Cause: "maintenance", AcceleratorType: "v5litepod-256",
+			Reason: "a guard with a very long name that goes on and on: and its details"},
+		{Time: t0.Add(30 * time.Hour), EventTime: t0.Add(30 * time.Hour), InsertID: "b", Node: long + "2", Action: "defer", Cause: "preemption", AcceleratorType: "v5litepod-256"},
+		{Time: t0.Add(300 * time.Hour), Node: long + "2", Action: "recreate", Outcome: "abandoned", Phase: "abandoned",
+			Steps: []report.Step{{Name: "delete", Start: t0.Add(299 * time.Hour), Duration: time.Hour}}},
+	}
+	for i := 0; i < 12; i++ { // many outcomes: the breakdown wraps
+		at := t0.Add(time.Duration(400+i) * time.Hour)
+		recs = append(recs, report.Record{Time: at, EventTime: at, InsertID: "s", Node: long + "3", Action: "skip",
+			Reason: fmt.Sprintf("guard number %d with a long name: details", i)})
+	}
+	incs := report.Group(recs)
+	var b bytes.Buffer
+	if err := report.WriteText(&b, incs, report.Summarize(incs)); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(b.String(), "\n") {
+		if n := len([]rune(l)); n > 120 {
+			t.Errorf("line %d is %d columns: %q", i+1, n, l)
+		}
+	}
+	if !strings.Contains(b.String(), "skipped: guard number 11 with a long name 1") {
+		t.Errorf("breakdown lost an outcome:\n%s", b.String())
 	}
 }
