@@ -14,6 +14,8 @@ log() { printf '%s test.sh: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 need_pkgs=()
 command -v shellcheck >/dev/null 2>&1 || need_pkgs+=(shellcheck)
 command -v bats >/dev/null 2>&1 || need_pkgs+=(bats)
+# The report's HTML page is checked in a real browser (go test -tags browser).
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 if ((${#need_pkgs[@]} > 0)); then
 	if [[ $(id -u) -ne 0 ]]; then
 		log "missing ${need_pkgs[*]}: install them (apt-get install ${need_pkgs[*]}) and rerun"
@@ -61,6 +63,9 @@ go vet -tags emulator ./...
 log "unit tests"
 go test -count=1 ./...
 
+log "browser test of the report's HTML page (headless chromium)"
+CI=true go test -count=1 -tags browser ./internal/report/...
+
 log "emulator suites (Firestore, Pub/Sub emulators; end to end)"
 go test -count=1 -tags emulator -timeout 30m ./...
 
@@ -74,6 +79,7 @@ fuzz() {
 }
 fuzz FuzzParse ./internal/events
 fuzz FuzzReader ./internal/events
+fuzz FuzzReader ./internal/report
 
 log "shellcheck"
 shellcheck scripts/*.sh .ci/run startup/*.sh startup/test/*.bash

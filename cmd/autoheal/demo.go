@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -43,6 +45,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *fleetOut != "" {
 		replayArgs = append(replayArgs, "--fleet-out", *fleetOut)
 	}
+	records := filepath.Join(os.TempDir(), fmt.Sprintf("autoheal-demo-records-%d.jsonl", os.Getpid()))
+	if *format == "text" {
+		replayArgs = append(replayArgs, "--records", records)
+		defer os.Remove(records)
+	}
 	if *format == "text" {
 		fmt.Fprintf(stdout, "Replaying %d bundled TPU audit log entries against a simulated fleet of %d nodes.\n\n",
 			bytes.Count(demo.Incident, []byte("\n")), countNodes(demo.Fleet))
@@ -70,7 +77,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return demoMaintenance(ctx, stdout) // maint (#10): demo_maintenance.go
+	if err := demoMaintenance(ctx, stdout); err != nil {
+		return err
+	}
+	return writeDemoReport(ctx, records, *clock, stdout, stderr)
 }
 
 func countNodes(fleet []byte) int {

@@ -18,6 +18,7 @@ Usage:
   autoheal replay [flags] FILE... | -     feed log entries through the function's code
   autoheal replay --from-logging --project P [--filter F] [--since T] [--until T]
   autoheal sweep  [flags] --projects P --zones Z   run one sweep and print its records
+  autoheal report [flags] FILE... | --from-logging --project P   what did the incidents cost
   autoheal serve  [--port N]                serve the function locally (AUTOHEAL_* config)
   autoheal simulate --fleet FILE [--addr A] serve a simulated TPU API for serve to talk to
   autoheal publish --topic projects/P/topics/T FILE... | -   send entries to Pub/Sub
@@ -61,6 +62,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runReplay(ctx, rest, stdin, stdout, stderr)
 	case "sweep":
 		return runSweep(ctx, rest, stdout, stderr)
+	case "report":
+		return runReport(ctx, rest, stdin, stdout, stderr)
 	case "serve":
 		return runServe(ctx, rest, stderr)
 	case "simulate":
