@@ -85,7 +85,6 @@ func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harne
 		t.Fatal(err)
 	}
 	tc := tpuapi.New(svc)
-	tc.PollInterval = time.Millisecond
 
 	env := minimalEnv()
 	env["AUTOHEAL_PROJECTS"] = "acme-ml"
@@ -103,7 +102,6 @@ func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harne
 		function.WithStore(ledger.NewMemory()),
 		function.WithRecorder(recs),
 		function.WithClock(func() time.Time { return now }),
-		function.WithBackoff(remediate.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 2}),
 	)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -482,10 +482,8 @@ func TestReplayReportsEntriesThatStillFailTransiently(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := tpuapi.New(svc)
-	c.PollInterval = time.Millisecond
 	h := &remediate.Handler{
 		TPU: c, Store: ledger.NewMemory(), Recorder: discardRecorder{}, Config: remediate.DefaultConfig(),
-		Backoff: remediate.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 2},
 	}
 
 	f, err := os.Open(incidentFile)

@@ -7,17 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 	"github.com/tpu-autoheal/autoheal/internal/tpulegacy"
 )
-
-// fakePollInterval is how often operations are polled against the simulated
-// control plane, whose operations finish after one poll.
-const fakePollInterval = time.Millisecond
 
 // targetFlags choose the TPU control plane: the simulated one seeded from a
 // fleet file, or the real TPU API with Application Default Credentials.
@@ -93,7 +88,6 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 		return nil, fmt.Errorf("simulated TPU API client: %w", err)
 	}
 	c := tpuapi.New(svc)
-	c.PollInterval = fakePollInterval
 	tg.tpu = c
 	return tg, nil
 }

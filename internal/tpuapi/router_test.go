@@ -76,7 +76,6 @@ func newRouted(t *testing.T, vms []*tpu.Node, legacy []*tpupb.Node, opts ...tpuf
 		t.Fatalf("v2 fake service: %v", err)
 	}
 	c2 := tpuapi.New(svc)
-	c2.PollInterval = time.Millisecond
 	v1 := legacyfake.New(legacy...)
 	t.Cleanup(v1.Close)
 	c1, err := tpulegacy.NewFromOptions(context.Background(), v1.ClientOptions()...)
@@ -84,7 +83,6 @@ func newRouted(t *testing.T, vms []*tpu.Node, legacy []*tpupb.Node, opts ...tpuf
 		t.Fatalf("v1 client: %v", err)
 	}
 	t.Cleanup(func() { _ = c1.Close() })
-	c1.PollInterval = time.Millisecond
 	c1.PageSize = 1
 	return routed{v2: v2, v1: v1, router: tpuapi.Router{V2: c2, V1: c1}}
 }
@@ -260,7 +258,7 @@ func TestRouterRoutesEachCall(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CreateNode: %v", err)
 		}
-		if err := e.router.WaitOperation(ctx, op); err != nil {
+		if err := waitOp(ctx, e.router, op); err != nil {
 			t.Fatalf("WaitOperation(%s): %v", op, err)
 		}
 		if e.v1.Node(legacyName) == nil || e.v2.Count("nodes.create", "") != 0 {
@@ -277,7 +275,7 @@ func TestRouterRoutesEachCall(t *testing.T) {
 		if _, err := r.CreateNode(ctx, rtParent, legacyID, remediate.CleanSpec(spec)); err != nil {
 			t.Fatalf("CreateNode: %v", err)
 		}
-		if err := r.WaitOperation(ctx, tpuapi.V1OperationPrefix+"x"); err == nil {
+		if _, err := r.GetOperation(ctx, tpuapi.V1OperationPrefix+"x"); err == nil {
 			t.Errorf("WaitOperation of a v1 operation without v1 succeeded, want an error")
 		}
 		if got := []int{e.v2.Count("nodes.create", ""), len(e.v1.Requests())}; !cmp.Equal(got, []int{1, 0}) {
