@@ -45,8 +45,25 @@ type Option func(*Server)
 // operations done as soon as they are started.
 func WithOperationPolls(n int) Option { return func(s *Server) { s.polls = n } }
 
-// WithClock sets the clock used for createTime fields, operation metadata and
-// the request log (default time.Now).
+// WithOperationDelay makes the long-running operations of verb ("create",
+// "delete" or "reset") finish d after they started, on the server's clock,
+// whether anyone polls them or not: a node being deleted is gone once d has
+// passed, also for a caller that crashed and never looked. It replaces
+// WithOperationPolls for that verb.
+func WithOperationDelay(verb string, d time.Duration) Option {
+	return func(s *Server) { s.delays[verb] = d }
+}
+
+// WithRequestLog keeps the last n requests for Requests (default
+// DefaultRequestLog; bodies included). Count is exact whatever n is.
+func WithRequestLog(n int) Option { return func(s *Server) { s.logCap = n } }
+
+// DefaultRequestLog is how many requests Requests keeps by default: the log
+// is a ring, so a long replay runs in constant memory.
+const DefaultRequestLog = 256
+
+// WithClock sets the clock used for createTime fields, operation metadata,
+// operation delays and the request log (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
 
 // WithPageSize sets the nodes.list page size used when a request sets none
@@ -78,6 +95,14 @@ type FailRule struct {
 	Times int
 	// Delay is waited before answering (or before the operation completes).
 	Delay time.Duration
+	// Lost carries the call out, then answers with the rule's error (500
+	// INTERNAL when it gives none): the answer lost after the call took effect.
+	Lost bool
+	// Hang holds the request until the caller gives up (its deadline) or
+	// the server closes; with Lost, the call is carried out first.
+	Hang bool
+	// Malformed answers 200 with a body that is not the resource's JSON.
+	Malformed bool
 }
 
 // Request is one logged request.
@@ -108,8 +133,14 @@ type Server struct {
 	opSeq    int
 	idSeq    int64
 	rules    []*rule
-	requests []Request
+	delays   map[string]time.Duration // verb → operation duration (WithOperationDelay)
+	logCap   int
+	requests []Request // ring of the last logCap requests
+	logNext  int
+	counts   map[countKey]int
 }
+
+type countKey struct{ rpc, name string }
 
 type rule struct {
 	FailRule
@@ -132,6 +163,9 @@ func New(f Fleet, opts ...Option) *Server {
 		order:    map[string]int{},
 		ops:      map[string]*operation{},
 		idSeq:    7000000000000000000,
+		delays:   map[string]time.Duration{},
+		logCap:   DefaultRequestLog,
+		counts:   map[countKey]int{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -186,6 +220,7 @@ func (s *Server) Service(ctx context.Context) (*tpu.Service, error) {
 func (s *Server) Fleet() Fleet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tick()
 	f := Fleet{Nodes: []*tpu.Node{}}
 	for _, name := range sortedKeys(s.order, s.nodes) {
 		f.Nodes = append(f.Nodes, clone(s.nodes[name]))
@@ -204,13 +239,28 @@ func (s *Server) Fail(r FailRule) {
 	s.rules = append(s.rules, &rule{FailRule: r})
 }
 
-// Requests returns the request log, oldest first.
+// Requests returns the last requests (see WithRequestLog), oldest first.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Request, len(s.requests))
-	copy(out, s.requests)
-	return out
+	out := make([]Request, 0, len(s.requests))
+	out = append(out, s.requests[s.logNext:]...)
+	return append(out, s.requests[:s.logNext]...)
+}
+
+// logRequest adds r to the ring and the counts. Called with s.mu held.
+func (s *Server) logRequest(r Request) {
+	s.counts[countKey{r.RPC, r.Name}]++
+	s.counts[countKey{r.RPC, ""}]++
+	if s.logCap <= 0 {
+		return
+	}
+	if len(s.requests) < s.logCap {
+		s.requests = append(s.requests, r)
+		return
+	}
+	s.requests[s.logNext] = r
+	s.logNext = (s.logNext + 1) % s.logCap
 }
 
 // Count reports how many requests of rpc on name were received ("" = any
@@ -218,13 +268,7 @@ func (s *Server) Requests() []Request {
 func (s *Server) Count(rpc, name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, r := range s.requests {
-		if r.RPC == rpc && (name == "" || r.Name == name) {
-			n++
-		}
-	}
-	return n
+	return s.counts[countKey{rpc, name}]
 }
 
 // SetNode puts a copy of n into the fleet, replacing any node of that name.
@@ -325,9 +369,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rt := parseRoute(r)
 
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{
-		RPC: rt.rpc, Name: rt.name, Method: r.Method, Path: r.URL.Path, Body: body, Time: s.now(),
-	})
+	s.tick()
+	req := Request{RPC: rt.rpc, Name: rt.name, Method: r.Method, Path: r.URL.Path, Time: s.now()}
+	if s.logCap > 0 {
+		req.Body = body
+	}
+	s.logRequest(req)
 	fail := s.match(rt.rpc, rt.name)
 	s.mu.Unlock()
 
@@ -336,14 +383,46 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errorf("CANCELLED", "request cancelled during injected delay"))
 			return
 		}
-		if e := fail.err(rt.rpc, rt.name); e != nil {
+		if fail.Lost {
+			_, _ = s.dispatch(r, rt, body) // carried out; the answer is lost
+		}
+		if fail.Hang {
+			select {
+			case <-r.Context().Done():
+			case <-s.closing:
+			}
+			return
+		}
+		if fail.Malformed {
+			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+			_, _ = io.WriteString(w, `{"name": "projects/`)
+			return
+		}
+		e := fail.err(rt.rpc, rt.name)
+		if e == nil && fail.Lost {
+			e = errorf("INTERNAL", "tpufake: answer of %s %s lost after it took effect", rt.rpc, rt.name)
+		}
+		if e != nil {
 			writeError(w, e)
 			return
 		}
 	}
 
-	var resp any
-	var e *apiError
+	resp, e := s.dispatch(r, rt, body)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	if err := json.NewEncoder(w).Encode(resp); err != nil {
+		// The client went away; nothing else to tell it.
+		return
+	}
+}
+
+// dispatch carries out the request's RPC. The maint helper's routes are
+// added here and in parseRoute.
+func (s *Server) dispatch(r *http.Request, rt route, body []byte) (resp any, e *apiError) {
 	switch rt.rpc {
 	case "nodes.get":
 		resp, e = s.getNode(rt.name)
@@ -362,15 +441,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		e = errorf("UNIMPLEMENTED", "tpufake does not implement %s %s", r.Method, r.URL.Path)
 	}
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	if err := json.NewEncoder(w).Encode(resp); err != nil {
-		// The client went away; nothing else to tell it.
-		return
-	}
+	return resp, e
 }
 
 // match returns the first rule matching rpc and name, counting its use, or
