@@ -231,7 +231,7 @@ func decideOurs(obs Observed, h History, rec Recovery, now time.Time, cfg Config
 	if node != nil {
 		state = node.State
 	}
-	if action == ActionReset && node != nil && node.QueuedResource != "" {
+	if action == ActionReset && node != nil && node.QueuedResource != "" && rec.Phase != PhaseResetting && rec.Phase != PhaseReset {
 		// A failed reset is retried only while a reset makes sense.
 		why := fmt.Sprintf("%s: recovery gen %d (%s)", state, rec.Generation, rec.Phase)
 		if d, ok := queuedResourceBlocks(obs, h, now, cfg, why); ok {

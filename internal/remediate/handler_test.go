@@ -45,6 +45,15 @@ func (c *clock) Now() time.Time {
 	return t
 }
 
+// Set moves the clock forward to t (never back).
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.now) {
+		c.now = t
+	}
+}
+
 func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,15 +96,34 @@ func newEnv(t *testing.T, f tpufake.Fleet, opts ...tpufake.Option) *env {
 		t.Fatalf("fake service: %v", err)
 	}
 	client := tpuapi.New(svc)
-	client.PollInterval = time.Millisecond
 	store := ledger.NewMemory(ledger.WithClock(clk.Now))
 	recs := &records{}
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
 	return &env{fake: fake, store: store, records: recs, clock: clk, h: &remediate.Handler{
 		TPU: client, Store: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
-		Backoff: remediate.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond, Attempts: 4},
 	}}
+}
+
+// settle runs continuations on the virtual clock until no recovery is
+// unfinished: the sweeps and redeliveries that finish what a delivery
+// started. It returns how many are still unfinished after the bound.
+func (e *env) settle(t *testing.T) int {
+	t.Helper()
+	left, err := e.h.Drain(context.Background(), e.clock.Set, 60)
+	if err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	return left
+}
+
+// handleSettled handles ev, then settles: the whole recovery, whose steps
+// run across several looks.
+func (e *env) handleSettled(t *testing.T, ev events.Event) (remediate.Record, error) {
+	t.Helper()
+	r, err := e.h.Handle(context.Background(), ev)
+	e.settle(t)
+	return r, err
 }
 
 // fullNode is a node with every field a person can set, set.

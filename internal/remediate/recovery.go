@@ -2,6 +2,7 @@ package remediate
 
 import (
 	"fmt"
+	"strings"
 	"strconv"
 	"time"
 
@@ -491,6 +492,12 @@ func backoff(failures int) time.Duration {
 // abandoned.
 func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Recovery, Effect) {
 	kind := KindOf(err)
+	if kind == KindTransient && strings.HasSuffix(step, " operation") {
+		// An operation that ran and ended INTERNAL or UNAVAILABLE is
+		// retried, but weighs as a permanent failure: bounded per incident
+		// at MaxAttempts, as each retry is a whole create or reset.
+		kind = KindPermanent
+	}
 	rec.LastError = fmt.Sprintf("%s (%s): %v", step, kind, err)
 	switch kind {
 	case KindExhausted:

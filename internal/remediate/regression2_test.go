@@ -201,11 +201,11 @@ func (d deleteOpFails) DeleteNode(ctx context.Context, name string) (string, err
 	return "op-del-bad", nil
 }
 
-func (d deleteOpFails) WaitOperation(ctx context.Context, op string) error {
+func (d deleteOpFails) GetOperation(ctx context.Context, op string) (bool, error) {
 	if op == "op-del-bad" {
-		return &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: delete failed"}
+		return true, &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: delete failed"}
 	}
-	return nil
+	return true, nil
 }
 
 func TestNodeAPersonDeletesAfterOurFailedDeleteIsNotRecreated(t *testing.T) {

@@ -21,7 +21,7 @@ type operation struct {
 	polls     int
 	finishing bool      // a poller is completing it (waiting on a rule's Delay)
 	doneAt    time.Time // WithOperationDelay: when it finishes by itself
-	prevState string // nodes.delete: the node's state before DELETING
+	prevState string    // nodes.delete: the node's state before DELETING
 }
 
 // newOperation registers an operation on target, in target's location.
@@ -175,6 +175,9 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 	}
 	op.op.Done = true
 	op.op.Error = status
+	if status == nil {
+		s.succeeded[op.rpc]++
+	}
 	if status != nil || op.rpc != "nodes.delete" {
 		// Keep no resource beyond what a poll needs: a done create's
 		// response would hold the node's whole spec (its startup script),

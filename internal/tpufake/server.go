@@ -91,6 +91,9 @@ type FailRule struct {
 	Status string
 	// Message is the error message ("" = a default naming the rule).
 	Message string
+	// Of narrows an operations.get rule to the operations of one RPC
+	// ("nodes.delete", "nodes.create", "queuedResources.reset"; "" = any).
+	Of string
 	// Times is how many matching requests the rule applies to (0 = all).
 	Times int
 	// Delay is waited before answering (or before the operation completes).
@@ -101,7 +104,8 @@ type FailRule struct {
 	// Hang holds the request until the caller gives up (its deadline) or
 	// the server closes; with Lost, the call is carried out first.
 	Hang bool
-	// Malformed answers 200 with a body that is not the resource's JSON.
+	// Malformed carries the call out, then answers 200 with a body that is
+	// not the resource's JSON.
 	Malformed bool
 }
 
@@ -124,20 +128,21 @@ type Server struct {
 	pageSize int
 	now      func() time.Time
 
-	mu       sync.Mutex
-	nodes    map[string]*tpu.Node
-	qrs      map[string]*tpu.QueuedResource
-	order    map[string]int // first-seen sequence of every name, kept across delete+create
-	seq      int
-	ops      map[string]*operation
-	opSeq    int
-	idSeq    int64
-	rules    []*rule
-	delays   map[string]time.Duration // verb → operation duration (WithOperationDelay)
-	logCap   int
-	requests []Request // ring of the last logCap requests
-	logNext  int
-	counts   map[countKey]int
+	mu        sync.Mutex
+	nodes     map[string]*tpu.Node
+	qrs       map[string]*tpu.QueuedResource
+	order     map[string]int // first-seen sequence of every name, kept across delete+create
+	seq       int
+	ops       map[string]*operation
+	opSeq     int
+	idSeq     int64
+	rules     []*rule
+	delays    map[string]time.Duration // verb → operation duration (WithOperationDelay)
+	logCap    int
+	requests  []Request // ring of the last logCap requests
+	logNext   int
+	counts    map[countKey]int
+	succeeded map[string]int // operations that finished without error, by RPC
 }
 
 type countKey struct{ rpc, name string }
@@ -154,18 +159,19 @@ func New(f Fleet, opts ...Option) *Server {
 		panic("tpufake.New: " + err.Error())
 	}
 	s := &Server{
-		closing:  make(chan struct{}),
-		polls:    1,
-		pageSize: DefaultPageSize,
-		now:      time.Now,
-		nodes:    map[string]*tpu.Node{},
-		qrs:      map[string]*tpu.QueuedResource{},
-		order:    map[string]int{},
-		ops:      map[string]*operation{},
-		idSeq:    7000000000000000000,
-		delays:   map[string]time.Duration{},
-		logCap:   DefaultRequestLog,
-		counts:   map[countKey]int{},
+		closing:   make(chan struct{}),
+		polls:     1,
+		pageSize:  DefaultPageSize,
+		now:       time.Now,
+		nodes:     map[string]*tpu.Node{},
+		qrs:       map[string]*tpu.QueuedResource{},
+		order:     map[string]int{},
+		ops:       map[string]*operation{},
+		idSeq:     7000000000000000000,
+		delays:    map[string]time.Duration{},
+		logCap:    DefaultRequestLog,
+		counts:    map[countKey]int{},
+		succeeded: map[string]int{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -261,6 +267,14 @@ func (s *Server) logRequest(r Request) {
 	}
 	s.requests[s.logNext] = r
 	s.logNext = (s.logNext + 1) % s.logCap
+}
+
+// Succeeded reports how many operations of rpc ("nodes.create",
+// "nodes.delete", "queuedResources.reset") finished without error.
+func (s *Server) Succeeded(rpc string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.succeeded[rpc]
 }
 
 // Count reports how many requests of rpc on name were received ("" = any
@@ -375,7 +389,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.Body = body
 	}
 	s.logRequest(req)
-	fail := s.match(rt.rpc, rt.name)
+	of := ""
+	if op := s.ops[rt.name]; rt.rpc == "operations.get" && op != nil {
+		of = op.rpc
+	}
+	fail := s.matchOf(rt.rpc, rt.name, of)
 	s.mu.Unlock()
 
 	if fail != nil {
@@ -383,8 +401,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errorf("CANCELLED", "request cancelled during injected delay"))
 			return
 		}
-		if fail.Lost {
-			_, _ = s.dispatch(r, rt, body) // carried out; the answer is lost
+		if fail.Lost || fail.Malformed {
+			_, _ = s.dispatch(r, rt, body) // carried out; the answer is lost or garbled
 		}
 		if fail.Hang {
 			select {
@@ -446,9 +464,12 @@ func (s *Server) dispatch(r *http.Request, rt route, body []byte) (resp any, e *
 
 // match returns the first rule matching rpc and name, counting its use, or
 // nil. Called with s.mu held.
-func (s *Server) match(rpc, name string) *FailRule {
+func (s *Server) match(rpc, name string) *FailRule { return s.matchOf(rpc, name, "") }
+
+// matchOf is match for an operations.get of an operation of RPC of.
+func (s *Server) matchOf(rpc, name, of string) *FailRule {
 	for i, r := range s.rules {
-		if r.RPC != rpc || (r.Name != "" && r.Name != name) {
+		if r.RPC != rpc || (r.Name != "" && r.Name != name) || (r.Of != "" && r.Of != of) {
 			continue
 		}
 		r.used++
