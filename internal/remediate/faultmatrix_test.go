@@ -66,11 +66,15 @@ func opFault(status string) matrixFault {
 
 var matrixFaults = []matrixFault{
 	codeFault(400), codeFault(403), codeFault(404), codeFault(409), codeFault(429), codeFault(500), codeFault(503),
-	{name: "hang", rule: func(c matrixCall) tpufake.FailRule { return tpufake.FailRule{RPC: c.rpc, Of: c.of, Hang: true, Times: 1} }},
+	{name: "hang", rule: func(c matrixCall) tpufake.FailRule {
+		return tpufake.FailRule{RPC: c.rpc, Of: c.of, Hang: true, Times: 1}
+	}},
 	{name: "malformed", rule: func(c matrixCall) tpufake.FailRule {
 		return tpufake.FailRule{RPC: c.rpc, Of: c.of, Malformed: true, Times: 1}
 	}},
-	{name: "lost", rule: func(c matrixCall) tpufake.FailRule { return tpufake.FailRule{RPC: c.rpc, Of: c.of, Lost: true, Times: 1} }},
+	{name: "lost", rule: func(c matrixCall) tpufake.FailRule {
+		return tpufake.FailRule{RPC: c.rpc, Of: c.of, Lost: true, Times: 1}
+	}},
 	opFault("RESOURCE_EXHAUSTED"), opFault("INTERNAL"), opFault("PERMISSION_DENIED"),
 }
 

@@ -2,8 +2,8 @@ package remediate
 
 import (
 	"fmt"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	tpu "google.golang.org/api/tpu/v2"
@@ -139,6 +139,10 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 			return closeRec(rec, fmt.Sprintf("node NOT FOUND before recovery gen %d requested its delete: deleted by someone else; not recreated", rec.Generation)), Effect{}
 		case notOurNode(rec, node) != "":
 			return closeRec(rec, notOurNode(rec, node)), Effect{}
+		case healthy(node) || onPurpose(node.State):
+			return closeRec(rec, "node is "+describe(node)+" before recovery gen "+strconv.Itoa(rec.Generation)+" deleted it: not deleted"), Effect{}
+		case node.State == stateDeleting:
+			return closeRec(rec, "node is DELETING before recovery gen "+strconv.Itoa(rec.Generation)+" requested its delete: deleted by someone else; not recreated"), Effect{}
 		}
 		rec.Phase, rec.DeleteSent = PhaseDeleting, true
 		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
@@ -199,8 +203,10 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		return wait(rec, now, "", false)
 	case res.Effect == EffectDelete:
 		// Refused, lost, or NOT FOUND: whatever the answer, believe the
-		// node, read now. A NOT FOUND answer counts as a failure: a node
-		// that exists while delete says NOT FOUND must not loop forever.
+		// node, read now, so a node a person deletes while we back off is
+		// not taken for ours. The failure is counted (a node that exists
+		// while delete says NOT FOUND must not loop forever); a NOT FOUND
+		// is looked into at once, other failures after their back-off.
 		if IsNotFound(res.Err) {
 			rec.Failures += transientWeight
 			rec.LastError = "delete: " + res.Err.Error()
@@ -209,7 +215,11 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 			}
 			return rec, Effect{Kind: EffectGet, Target: rec.Node}
 		}
-		return fail(rec, "delete", res.Err, now, cfg)
+		rec, _ = fail(rec, "delete", res.Err, now, cfg)
+		if !rec.Unfinished() {
+			return rec, Effect{}
+		}
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}
 	case rec.DeleteOp != "" && res.Effect != EffectPoll:
 		return rec, Effect{Kind: EffectPoll, Target: rec.DeleteOp}
 	case rec.DeleteOp != "" && !res.Done && IsNotFound(res.Err):
@@ -219,15 +229,15 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		return fail(rec, "poll-delete", res.Err, now, cfg)
 	case rec.DeleteOp != "" && !res.Done:
 		return wait(rec, now, "", false)
+	case rec.DeleteOp != "" && res.Err != nil:
+		// Finished with an error, never polled again: the delete did not
+		// happen. Back to saved: a node a person deletes meanwhile is not
+		// ours to recreate.
+		rec.DeleteOp, rec.Phase, rec.DeleteSent = "", PhaseSaved, false
+		return fail(rec, "delete operation", res.Err, now, cfg)
 	case rec.DeleteOp != "":
 		// Finished: never polled again. Deleted only when the node says so.
 		rec.DeleteOp = ""
-		if res.Err != nil {
-			rec, _ = fail(rec, "delete operation", res.Err, now, cfg)
-			if !rec.Unfinished() {
-				return rec, Effect{}
-			}
-		}
 		return rec, Effect{Kind: EffectGet, Target: rec.Node}
 	}
 	next, eff, ok := get(rec, res, now, cfg)
@@ -246,7 +256,16 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		// ends abandoned rather than looked at forever.
 		return wait(rec, now, "node is still DELETING", true)
 	}
+	if healthy(node) || onPurpose(node.State) {
+		return closeRec(rec, "node is "+describe(node)+" and our delete did not happen: not deleted"), Effect{}
+	}
 	// The node is there and not being deleted: the delete did not happen.
+	if rec.NextLookAt.After(now) {
+		// A failure of this call is backing off (run clears NextLookAt
+		// when it starts): delete again after it, from saved.
+		rec.Phase, rec.DeleteSent = PhaseSaved, false
+		return rec, Effect{}
+	}
 	return rec, Effect{Kind: EffectDelete, Target: rec.Node}
 }
 
