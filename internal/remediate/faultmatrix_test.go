@@ -194,7 +194,7 @@ func runCell(t *testing.T, reset bool, rules []tpufake.FailRule, crashAt remedia
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
 	h := &remediate.Handler{TPU: g, Store: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "m",
-		CallTimeout: 20 * time.Millisecond, Workers: 2}
+		CallTimeout: 200 * time.Millisecond, Workers: 2}
 	ctx := context.Background()
 	ev := events.Event{InsertID: "ev-1", Time: start.Add(-time.Minute), Method: events.MethodTerminate, LogName: "projects/acme-ml/logs/cloudaudit.googleapis.com%2Fsystem_event",
 		Node: events.NodeRef{Project: mProject, Zone: mZone, Node: target[strings.LastIndex(target, "/")+1:]}, Cause: events.CauseMaintenance}

@@ -122,8 +122,35 @@ func (e *env) settle(t *testing.T) int {
 func (e *env) handleSettled(t *testing.T, ev events.Event) (remediate.Record, error) {
 	t.Helper()
 	r, err := e.h.Handle(context.Background(), ev)
+	if err != nil {
+		return r, err
+	}
 	e.settle(t)
-	return r, err
+	return lastOf(e.records.list(), r), nil
+}
+
+// lastOf is the last record about r's node: where the recovery r started
+// ended. Warnings and steps of every record since r are gathered in it.
+func lastOf(all []remediate.Record, r remediate.Record) remediate.Record {
+	out, seen := r, false
+	var warnings []string
+	for _, x := range all {
+		if x.Node != r.Node {
+			continue
+		}
+		if x.Time.Equal(r.Time) && x.InsertID == r.InsertID {
+			seen = true
+		}
+		if seen {
+			warnings = append(warnings, x.Warnings...)
+			if x.Spec == nil {
+				x.Spec = out.Spec
+			}
+			out = x
+		}
+	}
+	out.Warnings = warnings
+	return out
 }
 
 // fullNode is a node with every field a person can set, set.
@@ -210,11 +237,11 @@ func wantCounts(t *testing.T, f *tpufake.Server, want map[string]int) {
 
 func TestTerminatedNodeIsRecreatedWithTheSameSpec(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
-	rec, err := e.h.Handle(context.Background(), terminate("e1"))
+	rec, err := e.handleSettled(t, terminate("e1"))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseDone || rec.Err != "" {
+	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseRecovered || rec.Err != "" {
 		t.Fatalf("Handle = %s phase %s err %q (%s), want recreate done", rec.Action, rec.Phase, rec.Err, rec.Reason)
 	}
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 1})
@@ -275,7 +302,7 @@ func TestStartupScript(t *testing.T) {
 			delete(n.Metadata, tt.dropKey)
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{n}})
 			e.h.Config.StartupScript = tt.configured
-			rec, err := e.h.Handle(context.Background(), terminate("e1"))
+			rec, err := e.handleSettled(t, terminate("e1"))
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
@@ -318,7 +345,7 @@ func TestHandleDoesNotMutate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{tt.node}})
 			e.h.Config.DryRun = tt.dryRun
-			rec, err := e.h.Handle(context.Background(), tt.ev)
+			rec, err := e.handleSettled(t, tt.ev)
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
@@ -335,16 +362,15 @@ func TestHandleDoesNotMutate(t *testing.T) {
 
 func TestRepeatedEventAndSecondTerminateDoNotRecreateAgain(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
-	ctx := context.Background()
-	if _, err := e.h.Handle(ctx, terminate("e1")); err != nil {
+	if _, err := e.handleSettled(t, terminate("e1")); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
 	e.clock.Advance(time.Minute)
-	rec, err := e.h.Handle(ctx, terminate("e1"))
+	rec, err := e.handleSettled(t, terminate("e1"))
 	if err != nil || rec.Action != remediate.ActionSkip || !strings.Contains(rec.Reason, "already handled") {
 		t.Errorf("repeat Handle = %s %q, %v; want skip already handled", rec.Action, rec.Reason, err)
 	}
-	rec, err = e.h.Handle(ctx, terminate("e2"))
+	rec, err = e.handleSettled(t, terminate("e2"))
 	if err != nil || rec.Action != remediate.ActionRecord {
 		t.Errorf("second terminate Handle = %s %q, %v; want record", rec.Action, rec.Reason, err)
 	}
@@ -355,8 +381,8 @@ func TestTransientAndPermanentFailures(t *testing.T) {
 	t.Run("transient 503 on delete is retried in-process", func(t *testing.T) {
 		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 		e.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Code: 503, Times: 2})
-		rec, err := e.h.Handle(context.Background(), terminate("e1"))
-		if err != nil || rec.Phase != remediate.PhaseDone {
+		rec, err := e.handleSettled(t, terminate("e1"))
+		if err != nil || rec.Phase != remediate.PhaseRecovered {
 			t.Fatalf("Handle = %s phase %s, %v; want done", rec.Action, rec.Phase, err)
 		}
 		wantCounts(t, e.fake, map[string]int{"nodes.delete": 3, "nodes.create": 1})
@@ -364,13 +390,13 @@ func TestTransientAndPermanentFailures(t *testing.T) {
 	t.Run("lasting 503 returns the error and leaves the event unmarked", func(t *testing.T) {
 		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 		e.fake.Fail(tpufake.FailRule{RPC: "nodes.get", Code: 503, Times: 4})
-		rec, err := e.h.Handle(context.Background(), terminate("e1"))
+		rec, err := e.handleSettled(t, terminate("e1"))
 		var ae *remediate.ActError
 		if err == nil || !errors.As(err, &ae) || !ae.Transient || rec.Err == "" {
 			t.Fatalf("Handle = %v (record err %q), want a transient ActError", err, rec.Err)
 		}
 		// The redelivery is handled, not skipped as already handled.
-		rec, err = e.h.Handle(context.Background(), terminate("e1"))
+		rec, err = e.handleSettled(t, terminate("e1"))
 		if err != nil || rec.Action != remediate.ActionRecreate {
 			t.Fatalf("redelivered Handle = %s %q, %v; want recreate", rec.Action, rec.Reason, err)
 		}
@@ -378,7 +404,7 @@ func TestTransientAndPermanentFailures(t *testing.T) {
 	t.Run("permanent 403 on delete is recorded and acknowledged", func(t *testing.T) {
 		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 		e.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Code: 403})
-		rec, err := e.h.Handle(context.Background(), terminate("e1"))
+		rec, err := e.handleSettled(t, terminate("e1"))
 		if err != nil {
 			t.Fatalf("Handle = %v, want nil for a permanent failure", err)
 		}
@@ -397,7 +423,7 @@ func TestStockoutFailsThenSweepFinishesWithTheSameSpec(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 	ctx := context.Background()
 	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Status: "RESOURCE_EXHAUSTED", Times: 1})
-	rec, err := e.h.Handle(ctx, terminate("e1"))
+	rec, err := e.handleSettled(t, terminate("e1"))
 	if err != nil {
 		t.Fatalf("Handle = %v, want nil: a stockout is not retried by redelivery", err)
 	}
@@ -422,7 +448,7 @@ func TestStockoutFailsThenSweepFinishesWithTheSameSpec(t *testing.T) {
 	if err != nil || !res.Complete {
 		t.Fatalf("Sweep = %+v, %v", res, err)
 	}
-	if len(res.Records) != 1 || res.Records[0].Phase != remediate.PhaseDone {
+	if len(res.Records) != 1 || res.Records[0].Phase != remediate.PhaseRecovered {
 		t.Fatalf("sweep records = %+v, want one finished recovery", res.Records)
 	}
 	want := userSpec(t, fullNode("TERMINATED"))
@@ -450,13 +476,13 @@ func (s *crashingStore) Update(ctx context.Context, rec remediate.Recovery) erro
 }
 
 func TestCrashBetweenPhasesIsFinishedWithTheSavedSpec(t *testing.T) {
-	for _, phase := range []remediate.Phase{remediate.PhaseSaved, remediate.PhaseDeleting, remediate.PhaseDeleted, remediate.PhaseCreating, remediate.PhaseDone} {
+	for _, phase := range []remediate.Phase{remediate.PhaseSaved, remediate.PhaseDeleting, remediate.PhaseDeleted, remediate.PhaseCreating, remediate.PhaseRecovered} {
 		t.Run("crash saving "+string(phase), func(t *testing.T) {
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 			ctx := context.Background()
 			crash := &crashingStore{Store: e.store, phase: phase}
 			e.h.Store = crash
-			if _, err := e.h.Handle(ctx, terminate("e1")); err == nil {
+			if _, err := e.handleSettled(t, terminate("e1")); err == nil {
 				t.Fatal("Handle after a crash = nil, want a transient error")
 			}
 			if !crash.crashed {
@@ -502,8 +528,8 @@ func TestQueuedResourceOwnedNodeIsResetNotDeleted(t *testing.T) {
 		}}},
 	}
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{n}, QueuedResources: []*tpu.QueuedResource{q}})
-	rec, err := e.h.Handle(context.Background(), terminate("e1"))
-	if err != nil || rec.Action != remediate.ActionReset || rec.Phase != remediate.PhaseDone {
+	rec, err := e.handleSettled(t, terminate("e1"))
+	if err != nil || rec.Action != remediate.ActionReset || rec.Phase != remediate.PhaseRecovered {
 		t.Fatalf("Handle = %s phase %s %q, %v; want reset done", rec.Action, rec.Phase, rec.Reason, err)
 	}
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0, "queuedResources.reset": 1})
@@ -516,14 +542,14 @@ func TestUserTerminationIsNeverUndoneBySweeps(t *testing.T) {
 
 	userStop := terminate("user-1")
 	userStop.Cause = events.CauseUser
-	rec, err := e.h.Handle(ctx, userStop)
+	rec, err := e.handleSettled(t, userStop)
 	if err != nil || rec.Action != remediate.ActionSkip {
 		t.Fatalf("Handle(user terminate) = %s, %v; want skip, nil", rec.Action, err)
 	}
 	if _, err := e.h.Sweep(ctx, sweep); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
-	if _, err := e.h.Handle(ctx, terminate("maintenance-after-user")); err != nil {
+	if _, err := e.handleSettled(t, terminate("maintenance-after-user")); err != nil {
 		t.Fatalf("Handle(maintenance terminate): %v", err)
 	}
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0})
@@ -539,7 +565,7 @@ func TestUserTerminationIsNeverUndoneBySweeps(t *testing.T) {
 	n.State, n.Health = "TERMINATED", "UNHEALTHY_MAINTENANCE"
 	e.fake.SetNode(n)
 	e.clock.Advance(time.Minute)
-	rec, err = e.h.Handle(ctx, terminate("maintenance-later"))
+	rec, err = e.handleSettled(t, terminate("maintenance-later"))
 	if err != nil || rec.Action != remediate.ActionRecreate {
 		t.Fatalf("Handle(maintenance terminate after the hold ended) = %s (%s), %v; want recreate", rec.Action, rec.Reason, err)
 	}
@@ -550,11 +576,11 @@ func TestCreateRateLimitIsRetriedInProcess(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 	e.fake.Fail(tpufake.FailRule{RPC: "nodes.create", Code: 429, Status: "RESOURCE_EXHAUSTED",
 		Message: "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute'", Times: 1})
-	r, err := e.h.Handle(context.Background(), terminate("ev-rate"))
+	r, err := e.handleSettled(t, terminate("ev-rate"))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	if r.Phase != remediate.PhaseDone || r.Err != "" {
+	if r.Phase != remediate.PhaseRecovered || r.Err != "" {
 		t.Errorf("record phase %s err %q; want done: a request-rate limit is retried at once, not after a lease", r.Phase, r.Err)
 	}
 	if got := e.fake.Count("nodes.create", ""); got != 2 {

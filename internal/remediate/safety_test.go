@@ -22,7 +22,7 @@ func TestResumedRecoveryNeverDeletesANodeSomeoneElseCreated(t *testing.T) {
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.createErr = &googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout, insufficient capacity"}
-	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
 	if e.f.node(sName("a")) != nil {
 		t.Fatal("node still there after the recreate's delete; the scenario needs it deleted and the create failed")
 	}
@@ -54,7 +54,7 @@ func TestResumedRecoveryNeverRecreatesANodeItNeverDeleted(t *testing.T) {
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.deleteErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"}
-	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) { f.deleteErr = nil })
 	e.f.remove(sName("a")) // a person deletes it: they want it gone
 	e.clock.Advance(16 * time.Minute)
@@ -74,7 +74,7 @@ func TestResumedRecoveryRecreatesTheNodeItDeleted(t *testing.T) {
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.createErr = &googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout"}
-	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) { f.createErr = nil })
 	e.clock.Advance(16 * time.Minute)
 	e.sweep(t, sZone)
@@ -88,11 +88,11 @@ func TestUserTerminationDuringOurFailedRecoveryIsNeverUndone(t *testing.T) {
 	ctx := context.Background()
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.deleteErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"}
-	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) { f.deleteErr = nil })
 	ev := sEvent("a", "ev-user", e.clock.Now())
 	ev.Cause = events.CauseUser
-	e.handle(t, ev)
+	e.handleSettled(t, ev)
 	e.clock.Advance(16 * time.Minute)
 	e.sweep(t, sZone)
 
@@ -167,7 +167,7 @@ func TestRecoveryThatCanNeverFinishIsAbandonedAndFreesTheProject(t *testing.T) {
 	e.f.script(func(f *scriptedTPU) { f.createErr = nil })
 	e.f.set(sNode("z", "TERMINATED"))
 	e.clock.Advance(16 * time.Minute)
-	last := e.handle(t, sEvent("z", "evz", e.clock.Now()))
+	last := e.handleSettled(t, sEvent("z", "evz", e.clock.Now()))
 	if n := e.f.node(sName("z")); n == nil || n.State != "READY" {
 		t.Errorf("node z = %+v after %s %q; want it recreated", n, last.Action, last.Reason)
 	}
@@ -202,7 +202,7 @@ func TestOptInLabelRemovedDuringARecoveryClosesIt(t *testing.T) {
 	ctx := context.Background()
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.deleteErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"}
-	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) {
 		f.deleteErr = nil
 		delete(f.nodes[sName("a")].Labels, "tpu-autoheal")
@@ -265,7 +265,7 @@ func TestFailedResetIsNotRetriedWhileTheQueuedResourceIsProvisioning(t *testing.
 	e.f.set(n)
 	e.f.setQRState("ACTIVE")
 	e.f.resetErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: operation in progress"}
-	e.handle(t, sEvent("s0", "ev1", e.clock.Now()))
+	e.handleSettled(t, sEvent("s0", "ev1", e.clock.Now()))
 	// The platform is re-provisioning the queued resource; the node is CREATING.
 	e.f.script(func(f *scriptedTPU) {
 		f.resetErr = nil
@@ -321,7 +321,7 @@ func TestGuardSkippedNodeIsRevisitedWhenTheGuardClears(t *testing.T) {
 				}
 				return func() {
 					for _, rec := range held {
-						rec.Phase = remediate.PhaseDone
+						rec.Phase = remediate.PhaseRecovered
 						if err := e.store.Update(context.Background(), rec); err != nil {
 							t.Fatal(err)
 						}
@@ -335,7 +335,7 @@ func TestGuardSkippedNodeIsRevisitedWhenTheGuardClears(t *testing.T) {
 			setup: func(t *testing.T, e *sEnv) func() {
 				// z was recreated 10 minutes ago and is down again.
 				e.f.set(sNode("z", "TERMINATED"))
-				e.handle(t, sEvent("z", "ev-first", e.clock.Now()))
+				e.handleSettled(t, sEvent("z", "ev-first", e.clock.Now()))
 				e.clock.Advance(10 * time.Minute)
 				n := e.f.node(sName("z"))
 				n.State, n.Health = "TERMINATED", ""
@@ -352,7 +352,7 @@ func TestGuardSkippedNodeIsRevisitedWhenTheGuardClears(t *testing.T) {
 			if e.f.node(sName("z")) == nil {
 				e.f.set(sNode("z", "TERMINATED"))
 			}
-			r := e.handle(t, sEvent("z", "evz", e.clock.Now()))
+			r := e.handleSettled(t, sEvent("z", "evz", e.clock.Now()))
 			if r.Action != remediate.ActionSkip || !strings.Contains(r.Reason, "guard") {
 				t.Fatalf("event record = %s %q; want a guard skip", r.Action, r.Reason)
 			}
@@ -388,11 +388,11 @@ func TestNodeChangedBetweenDecisionAndClaimIsNotRecreated(t *testing.T) {
 					tt.change(f.nodes[sName("a")])
 				}
 			}
-			r := e.handle(t, sEvent("a", "ev1", e.clock.Now()))
+			r := e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
 			if got := e.f.count("delete "); got != 0 {
 				t.Errorf("deletes = %d, want 0", got)
 			}
-			if r.Action != remediate.ActionRecord || !strings.Contains(r.Reason, tt.reason) || r.Phase != remediate.PhaseDone {
+			if r.Action != remediate.ActionRecord || !strings.Contains(r.Reason, tt.reason) || r.Phase != remediate.PhaseRecovered {
 				t.Errorf("record = %s %q phase %s; want record %q, recovery closed", r.Action, r.Reason, r.Phase, tt.reason)
 			}
 		})

@@ -263,7 +263,7 @@ func (e *sEnv) handleSettled(t *testing.T, ev events.Event) remediate.Record {
 	t.Helper()
 	r := e.handle(t, ev)
 	e.settle(t)
-	return r
+	return lastOf(e.recs.list(), r)
 }
 
 func (e *sEnv) settle(t *testing.T) {

@@ -43,7 +43,7 @@ func TestSweepPagesThroughEveryOptedInNode(t *testing.T) {
 	}
 	var recreated []string
 	for _, r := range res.Records {
-		if r.Action == remediate.ActionRecreate && r.Phase == remediate.PhaseDone {
+		if r.Action == remediate.ActionRecreate && r.Phase == remediate.PhaseRecovered {
 			recreated = append(recreated, r.Node[strings.LastIndex(r.Node, "/")+1:])
 		}
 	}
@@ -131,7 +131,7 @@ func TestSweepRecordsAMaintenanceEventInHealthDescriptionOnce(t *testing.T) {
 func TestSweepActsOnADeferralAfterTheGraceNotBefore(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{sweptNode(nodeID, "READY", "UNHEALTHY_TENSORFLOW")}})
 	ctx := context.Background()
-	rec, err := e.h.Handle(ctx, terminate("e1"))
+	rec, err := e.handleSettled(t, terminate("e1"))
 	if err != nil || rec.Action != remediate.ActionDefer {
 		t.Fatalf("Handle = %s %q, %v; want defer", rec.Action, rec.Reason, err)
 	}
@@ -146,7 +146,7 @@ func TestSweepActsOnADeferralAfterTheGraceNotBefore(t *testing.T) {
 	}
 	e.clock.Advance(2 * time.Minute)
 	res, err = e.h.Sweep(ctx, opts)
-	if err != nil || len(res.Records) != 1 || res.Records[0].Action != remediate.ActionRecreate || res.Records[0].Phase != remediate.PhaseDone {
+	if err != nil || len(res.Records) != 1 || res.Records[0].Action != remediate.ActionRecreate || res.Records[0].Phase != remediate.PhaseRecovered {
 		t.Fatalf("Sweep after the grace = %+v, %v; want one recreate", res.Records, err)
 	}
 	if !strings.Contains(res.Records[0].Reason, "11m0s >= grace 10m0s") {
