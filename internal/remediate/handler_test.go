@@ -134,6 +134,7 @@ func (e *env) handleSettled(t *testing.T, ev events.Event) (remediate.Record, er
 func lastOf(all []remediate.Record, r remediate.Record) remediate.Record {
 	out, seen := r, false
 	var warnings []string
+	var steps []remediate.Step
 	for _, x := range all {
 		if x.Node != r.Node {
 			continue
@@ -143,13 +144,14 @@ func lastOf(all []remediate.Record, r remediate.Record) remediate.Record {
 		}
 		if seen {
 			warnings = append(warnings, x.Warnings...)
+			steps = append(steps, x.Steps...)
 			if x.Spec == nil {
 				x.Spec = out.Spec
 			}
 			out = x
 		}
 	}
-	out.Warnings = warnings
+	out.Warnings, out.Steps = warnings, steps
 	return out
 }
 
@@ -269,11 +271,15 @@ func TestTerminatedNodeIsRecreatedWithTheSameSpec(t *testing.T) {
 	for _, s := range rec.Steps {
 		steps = append(steps, s.Name)
 	}
-	if diff := cmp.Diff([]string{"get", "get", "save-spec", "delete", "wait-delete", "get", "create", "wait-create"}, steps); diff != "" {
+	// The event's delivery reads, saves the spec with the delete's phase and
+	// deletes; each later look (a continuation) reads the node, looks at
+	// the operation once and takes the next step.
+	want1 := []string{"get", "get", "delete", "get", "poll-operation", "get", "create", "get", "poll-operation", "get"}
+	if diff := cmp.Diff(want1, steps); diff != "" {
 		t.Errorf("steps mismatch (-want +got):\n%s", diff)
 	}
-	if len(e.records.list()) != 1 {
-		t.Errorf("records = %d, want exactly one", len(e.records.list()))
+	if len(e.records.list()) != 3 {
+		t.Errorf("records = %d, want 3 (the delivery and two continuations)", len(e.records.list()))
 	}
 }
 
@@ -377,44 +383,58 @@ func TestRepeatedEventAndSecondTerminateDoNotRecreateAgain(t *testing.T) {
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 1})
 }
 
+// look moves the clock to the next look and continues due recoveries once.
+func (e *env) look(t *testing.T) {
+	t.Helper()
+	e.clock.Advance(remediate.LookAgain)
+	if _, err := e.h.Continue(context.Background()); err != nil {
+		t.Fatalf("Continue: %v", err)
+	}
+}
+
 func TestTransientAndPermanentFailures(t *testing.T) {
-	t.Run("transient 503 on delete is retried in-process", func(t *testing.T) {
+	t.Run("transient 503 on delete is retried at a later look", func(t *testing.T) {
 		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 		e.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Code: 503, Times: 2})
 		rec, err := e.handleSettled(t, terminate("e1"))
 		if err != nil || rec.Phase != remediate.PhaseRecovered {
-			t.Fatalf("Handle = %s phase %s, %v; want done", rec.Action, rec.Phase, err)
+			t.Fatalf("Handle = %s phase %s, %v; want recovered", rec.Action, rec.Phase, err)
 		}
 		wantCounts(t, e.fake, map[string]int{"nodes.delete": 3, "nodes.create": 1})
 	})
-	t.Run("lasting 503 returns the error and leaves the event unmarked", func(t *testing.T) {
+	t.Run("503 on the first read returns the error and leaves the event unmarked", func(t *testing.T) {
 		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
-		e.fake.Fail(tpufake.FailRule{RPC: "nodes.get", Code: 503, Times: 4})
-		rec, err := e.handleSettled(t, terminate("e1"))
+		e.fake.Fail(tpufake.FailRule{RPC: "nodes.get", Code: 503, Times: 1})
+		rec, err := e.h.Handle(context.Background(), terminate("e1"))
 		var ae *remediate.ActError
 		if err == nil || !errors.As(err, &ae) || !ae.Transient || rec.Err == "" {
 			t.Fatalf("Handle = %v (record err %q), want a transient ActError", err, rec.Err)
 		}
 		// The redelivery is handled, not skipped as already handled.
 		rec, err = e.handleSettled(t, terminate("e1"))
-		if err != nil || rec.Action != remediate.ActionRecreate {
-			t.Fatalf("redelivered Handle = %s %q, %v; want recreate", rec.Action, rec.Reason, err)
+		if err != nil || rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseRecovered {
+			t.Fatalf("redelivered Handle = %s %s %q, %v; want recreate, recovered", rec.Action, rec.Phase, rec.Reason, err)
 		}
 	})
-	t.Run("permanent 403 on delete is recorded and acknowledged", func(t *testing.T) {
+	t.Run("permanent 403 on delete is saved, acknowledged, and abandoned after MaxAttempts", func(t *testing.T) {
 		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 		e.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Code: 403})
-		rec, err := e.handleSettled(t, terminate("e1"))
+		rec, err := e.h.Handle(context.Background(), terminate("e1"))
 		if err != nil {
 			t.Fatalf("Handle = %v, want nil for a permanent failure", err)
 		}
-		if !strings.Contains(rec.Err, "403") || rec.Phase != remediate.PhaseFailed {
-			t.Errorf("record = phase %s err %q, want failed with the 403", rec.Phase, rec.Err)
+		if rec.Outcome != remediate.OutcomeFailed || len(rec.Warnings) == 0 || !strings.Contains(rec.Warnings[0], "403") {
+			t.Errorf("record = outcome %s warnings %q, want failed with the 403", rec.Outcome, rec.Warnings)
 		}
-		wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 0})
 		u, _ := e.store.Unfinished(context.Background())
-		if len(u) != 1 || u[0].Phase != remediate.PhaseFailed || u[0].Spec == nil {
-			t.Errorf("unfinished = %+v, want one failed recovery with its spec", u)
+		if len(u) != 1 || u[0].Phase != remediate.PhaseSaved || u[0].Spec == nil {
+			t.Fatalf("unfinished = %+v, want one recovery back in saved with its spec", u)
+		}
+		e.settle(t)
+		wantCounts(t, e.fake, map[string]int{"nodes.delete": remediate.DefaultMaxAttempts, "nodes.create": 0})
+		last := e.records.list()[len(e.records.list())-1]
+		if last.Outcome != remediate.OutcomeAbandoned || last.Spec == nil || !strings.Contains(last.Err, "403") {
+			t.Errorf("last record = outcome %s spec %v err %q, want abandoned with the spec and the 403", last.Outcome, last.Spec != nil, last.Err)
 		}
 	})
 }
@@ -423,16 +443,18 @@ func TestStockoutFailsThenSweepFinishesWithTheSameSpec(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 	ctx := context.Background()
 	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Status: "RESOURCE_EXHAUSTED", Times: 1})
-	rec, err := e.handleSettled(t, terminate("e1"))
-	if err != nil {
-		t.Fatalf("Handle = %v, want nil: a stockout is not retried by redelivery", err)
+	if _, err := e.h.Handle(ctx, terminate("e1")); err != nil {
+		t.Fatalf("Handle = %v", err)
 	}
-	if rec.Phase != remediate.PhaseFailed || rec.Err == "" {
-		t.Fatalf("record phase %s err %q, want failed", rec.Phase, rec.Err)
-	}
+	e.look(t) // the delete's operation: done; create
+	e.look(t) // the create's operation: RESOURCE_EXHAUSTED
 	u, _ := e.store.Unfinished(ctx)
-	if len(u) != 1 || u[0].Spec == nil || u[0].Phase != remediate.PhaseFailed {
-		t.Fatalf("unfinished = %+v, want the failed recovery with its spec", u)
+	if len(u) != 1 || u[0].Spec == nil || u[0].Phase != remediate.PhaseDeleted || u[0].Failures != 0 {
+		t.Fatalf("unfinished = %+v, want the recovery back in deleted with its spec, the stockout not counted", u)
+	}
+	last := e.records.list()[len(e.records.list())-1]
+	if last.Outcome != remediate.OutcomeFailed {
+		t.Errorf("record of the stockout: outcome %q, want failed", last.Outcome)
 	}
 	if n := nodeOf(t, e.fake, nodeName); n != nil {
 		t.Fatalf("node exists after a failed create: %+v", n)
@@ -448,9 +470,7 @@ func TestStockoutFailsThenSweepFinishesWithTheSameSpec(t *testing.T) {
 	if err != nil || !res.Complete {
 		t.Fatalf("Sweep = %+v, %v", res, err)
 	}
-	if len(res.Records) != 1 || res.Records[0].Phase != remediate.PhaseRecovered {
-		t.Fatalf("sweep records = %+v, want one finished recovery", res.Records)
-	}
+	e.settle(t)
 	want := userSpec(t, fullNode("TERMINATED"))
 	want.Metadata["startup-script"] = script
 	if diff := cmp.Diff(want, userSpec(t, nodeOf(t, e.fake, nodeName))); diff != "" {
@@ -476,25 +496,19 @@ func (s *crashingStore) Update(ctx context.Context, rec remediate.Recovery) erro
 }
 
 func TestCrashBetweenPhasesIsFinishedWithTheSavedSpec(t *testing.T) {
-	for _, phase := range []remediate.Phase{remediate.PhaseSaved, remediate.PhaseDeleting, remediate.PhaseDeleted, remediate.PhaseCreating, remediate.PhaseRecovered} {
+	for _, phase := range []remediate.Phase{remediate.PhaseDeleting, remediate.PhaseCreating, remediate.PhaseCreated} {
 		t.Run("crash saving "+string(phase), func(t *testing.T) {
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 			ctx := context.Background()
 			crash := &crashingStore{Store: e.store, phase: phase}
 			e.h.Store = crash
-			if _, err := e.handleSettled(t, terminate("e1")); err == nil {
-				t.Fatal("Handle after a crash = nil, want a transient error")
-			}
+			_, _ = e.h.Handle(ctx, terminate("e1"))
+			e.settle(t) // the lease of the crashed holder expires; the next look takes over
 			if !crash.crashed {
 				t.Fatal("the store never crashed")
 			}
-			e.clock.Advance(16 * time.Minute) // the lease expires
-			res, err := e.h.Sweep(ctx, remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}})
-			if err != nil {
-				t.Fatalf("Sweep: %v", err)
-			}
 			if u, _ := e.store.Unfinished(ctx); len(u) != 0 {
-				t.Fatalf("unfinished after the sweep = %+v (records %+v)", u, res.Records)
+				t.Fatalf("unfinished after settling = %+v", u)
 			}
 			got := nodeOf(t, e.fake, nodeName)
 			want := userSpec(t, fullNode("TERMINATED"))
@@ -502,15 +516,11 @@ func TestCrashBetweenPhasesIsFinishedWithTheSavedSpec(t *testing.T) {
 			if diff := cmp.Diff(want, userSpec(t, got)); diff != "" {
 				t.Errorf("spec mismatch (-want +got):\n%s", diff)
 			}
-			// A create whose operation name was lost by the crash is not
-			// waited for: the node finishes creating by itself.
-			if got.Labels[remediate.GenerationLabel] != "1" || (got.State != "READY" && !(phase == remediate.PhaseCreating && got.State == "CREATING")) {
+			if got.Labels[remediate.GenerationLabel] != "1" || got.State != "READY" {
 				t.Errorf("node = %s gen %q, want READY generation 1", got.State, got.Labels[remediate.GenerationLabel])
 			}
-			// Exactly one node was created; a second create may be tried
-			// and must have met ALREADY_EXISTS.
-			if c := e.fake.Count("nodes.create", ""); c < 1 || c > 2 {
-				t.Errorf("creates = %d, want 1 or 2", c)
+			if c := e.fake.Succeeded("nodes.create"); c != 1 {
+				t.Errorf("successful creates = %d, want 1", c)
 			}
 		})
 	}

@@ -41,6 +41,9 @@ type Effect struct {
 	Spec   *tpu.Node // create: the node to create (createSpec of the saved spec)
 	Due    time.Time // defer
 	Reason string    // defer
+	// Warnings are for the record (create: no startup script to resume
+	// training with, say).
+	Warnings []string
 }
 
 // Observation is the node (and its queued resource) as last read.
@@ -166,9 +169,9 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 		if rec.Spec == nil {
 			return abandon(rec, "no saved spec to create the node from"), Effect{}
 		}
-		spec, _ := createSpec(rec.Spec, rec.Generation, cfg.StartupScript)
+		spec, warnings := createSpec(rec.Spec, rec.Generation, cfg.StartupScript)
 		rec.Phase, rec.CreateOp = PhaseCreating, ""
-		return rec, Effect{Kind: EffectCreate, Target: rec.Node, Spec: spec}
+		return rec, Effect{Kind: EffectCreate, Target: rec.Node, Spec: spec, Warnings: warnings}
 
 	case PhaseCreating:
 		return advanceCreating(rec, obs, res, now, cfg)

@@ -117,6 +117,7 @@ func (h *Handler) effect(ctx context.Context, rec Recovery, eff Effect, obs *Obs
 		})
 	case EffectCreate:
 		r.Spec = eff.Spec
+		r.Warnings = append(r.Warnings, eff.Warnings...)
 		parent, _, _, nodeID, err := parseNodeName(eff.Target)
 		if err != nil {
 			res.Err = &Error{Kind: KindPermanent, Err: err}
