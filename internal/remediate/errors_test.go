@@ -24,7 +24,7 @@ func TestErrorClassification(t *testing.T) {
 		{name: "500 internal is transient", err: api(500, ""), transient: true},
 		{name: "502 and 504 are transient", err: errors.Join(api(502, "")), transient: true},
 		{name: "504 is transient", err: api(504, ""), transient: true},
-		{name: "429 rate limit is transient", err: api(429, "Quota exceeded for requests per minute"), transient: true, exhaus: true},
+		{name: "429 rate limit is transient", err: api(429, "Quota exceeded for requests per minute"), transient: true},
 		{name: "429 stockout is not transient", err: api(429, "There is no more capacity in the zone"), exhaus: true},
 		{name: "403 permission denied is permanent", err: api(403, "PERMISSION_DENIED")},
 		{name: "400 invalid argument is permanent", err: api(400, "INVALID_ARGUMENT")},

@@ -52,7 +52,7 @@ func TestAcceptedDeleteWhoseRetryIsRefusedIsStillRecreated(t *testing.T) {
 	w := &acceptedThen503{scriptedTPU: e.f}
 	e.h.TPU = w
 	e.f.set(sNode("a", "TERMINATED"))
-	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	// The platform finishes the delete the first request started.
 	e.f.remove(sName("a"))
 	for i := 0; i < 12; i++ {
@@ -91,11 +91,11 @@ func TestResetTakeoverThatFindsItsOwnMarkLooksAgainLater(t *testing.T) {
 	n.QueuedResource = sQR
 	e.f.set(n)
 	e.f.setQRState("ACTIVE")
-	r := e.handleSettled(t, sEvent("s0", "ev1", e.clock.Now()))
+	r := e.handle(t, sEvent("s0", "ev1", e.clock.Now()))
 	t.Logf("first: %s %q err=%q", r.Action, r.Reason, r.Err)
 	// Pub/Sub redelivers (the first returned a transient error) after the lease.
 	e.clock.Advance(16 * time.Minute)
-	r = e.handleSettled(t, sEvent("s0", "ev1", e.clock.Now()))
+	r = e.handle(t, sEvent("s0", "ev1", e.clock.Now()))
 	t.Logf("redelivery: %s %q err=%q", r.Action, r.Reason, r.Err)
 	for i := 0; i < 24; i++ { // 6 hours of default sweeps (no zones)
 		e.clock.Advance(15 * time.Minute)
@@ -116,7 +116,7 @@ func TestDeferralOfANodeOptedOutIsDropped(t *testing.T) {
 	n := sNode("a", "READY")
 	n.Health = "UNHEALTHY_MAINTENANCE"
 	e.f.set(n)
-	r := e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+	r := e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	t.Logf("event: %s %q", r.Action, r.Reason)
 	// The owner opts the node out while it is deferred.
 	e.f.script(func(f *scriptedTPU) { delete(f.nodes[sName("a")].Labels, "tpu-autoheal") })
@@ -140,12 +140,12 @@ func TestDeferralOfANodeAUserTerminatedIsDropped(t *testing.T) {
 	n := sNode("a", "READY")
 	n.Health = "UNHEALTHY_MAINTENANCE"
 	e.f.set(n)
-	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	// The owner terminates it by hand.
 	e.f.script(func(f *scriptedTPU) { f.nodes[sName("a")].State, f.nodes[sName("a")].Health = "TERMINATED", "" })
 	ev := sEvent("a", "ev-user", e.clock.Now())
 	ev.Cause = "user"
-	r := e.handleSettled(t, ev)
+	r := e.handle(t, ev)
 	t.Logf("user event: %s %q", r.Action, r.Reason)
 	skips := 0
 	for i := 0; i < 24; i++ {
@@ -212,7 +212,7 @@ func TestNodeAPersonDeletesAfterOurFailedDeleteIsNotRecreated(t *testing.T) {
 	e := newScripted(t)
 	e.h.TPU = deleteOpFails{e.f}
 	e.f.set(sNode("a", "TERMINATED"))
-	r := e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+	r := e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	t.Logf("event: %s phase=%s err=%q", r.Action, r.Phase, r.Err)
 	e.f.remove(sName("a")) // a person deletes it while our failed delete's operation is not looked at yet
 	e.clock.Advance(16 * time.Minute)

@@ -22,7 +22,7 @@ func TestResumedRecoveryNeverDeletesANodeSomeoneElseCreated(t *testing.T) {
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.createErr = &googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout, insufficient capacity"}
-	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	if e.f.node(sName("a")) != nil {
 		t.Fatal("node still there after the recreate's delete; the scenario needs it deleted and the create failed")
 	}
@@ -54,7 +54,7 @@ func TestResumedRecoveryNeverRecreatesANodeItNeverDeleted(t *testing.T) {
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.deleteErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"}
-	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) { f.deleteErr = nil })
 	e.f.remove(sName("a")) // a person deletes it: they want it gone
 	e.clock.Advance(16 * time.Minute)
@@ -74,7 +74,7 @@ func TestResumedRecoveryRecreatesTheNodeItDeleted(t *testing.T) {
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.createErr = &googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout"}
-	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) { f.createErr = nil })
 	e.clock.Advance(16 * time.Minute)
 	e.sweep(t, sZone)
@@ -88,11 +88,11 @@ func TestUserTerminationDuringOurFailedRecoveryIsNeverUndone(t *testing.T) {
 	ctx := context.Background()
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.deleteErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"}
-	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) { f.deleteErr = nil })
 	ev := sEvent("a", "ev-user", e.clock.Now())
 	ev.Cause = events.CauseUser
-	e.handleSettled(t, ev)
+	e.handle(t, ev)
 	e.clock.Advance(16 * time.Minute)
 	e.sweep(t, sZone)
 
@@ -202,7 +202,7 @@ func TestOptInLabelRemovedDuringARecoveryClosesIt(t *testing.T) {
 	ctx := context.Background()
 	e.f.set(sNode("a", "TERMINATED"))
 	e.f.deleteErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"}
-	e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) {
 		f.deleteErr = nil
 		delete(f.nodes[sName("a")].Labels, "tpu-autoheal")
@@ -226,7 +226,13 @@ func TestTwoSlicesOfOneQueuedResourceResetItOnce(t *testing.T) {
 		e.f.set(n)
 	}
 	e.f.setQRState("ACTIVE")
-	e.f.onReset = func(f *scriptedTPU) { f.qrs[sQR].State.State = "SUSPENDING" }
+	e.f.onReset = func(f *scriptedTPU) {
+		// The reset brings both slices back.
+		f.qrs[sQR].State.State = "ACTIVE"
+		for _, id := range []string{"s0", "s1"} {
+			f.nodes[sName(id)].State, f.nodes[sName(id)].Health = "READY", "HEALTHY"
+		}
+	}
 	barrier := &sync.WaitGroup{}
 	barrier.Add(2)
 	e.f.qrBarrier = barrier
@@ -240,18 +246,22 @@ func TestTwoSlicesOfOneQueuedResourceResetItOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	e.f.script(func(f *scriptedTPU) { f.qrBarrier = nil })
+	e.settle(t)
 	if got := e.f.count("reset "); got != 1 {
 		t.Errorf("queued resource resets = %d, want 1 for one incident", got)
 	}
 	var skipped int
-	for _, r := range recs {
-		if r.Action == remediate.ActionSkip && strings.Contains(r.Reason, "reset recently") {
+	for _, r := range e.recs.list() {
+		if r.Action == remediate.ActionSkip && strings.Contains(r.Reason, "reset recently") ||
+			r.Outcome == remediate.OutcomeClosed && strings.Contains(r.Reason, "not reset") {
 			skipped++
 		}
 	}
 	if skipped != 1 {
-		t.Errorf("records = %+v; want one skip saying the queued resource was reset recently", recs)
+		t.Errorf("records = %+v; want one slice's recovery closed without a reset (reset recently, or READY again by then)", e.recs.list())
 	}
+	_ = recs
 	un, err := e.store.Unfinished(context.Background())
 	if err != nil || len(un) != 0 {
 		t.Errorf("Unfinished = %+v, %v; want both recoveries closed", un, err)
@@ -265,7 +275,7 @@ func TestFailedResetIsNotRetriedWhileTheQueuedResourceIsProvisioning(t *testing.
 	e.f.set(n)
 	e.f.setQRState("ACTIVE")
 	e.f.resetErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: operation in progress"}
-	e.handleSettled(t, sEvent("s0", "ev1", e.clock.Now()))
+	e.handle(t, sEvent("s0", "ev1", e.clock.Now()))
 	// The platform is re-provisioning the queued resource; the node is CREATING.
 	e.f.script(func(f *scriptedTPU) {
 		f.resetErr = nil
@@ -274,6 +284,12 @@ func TestFailedResetIsNotRetriedWhileTheQueuedResourceIsProvisioning(t *testing.
 	})
 	e.clock.Advance(16 * time.Minute)
 	e.sweep(t, sZone)
+	// The platform finishes: the node is back.
+	e.f.script(func(f *scriptedTPU) {
+		f.qrs[sQR].State.State = "ACTIVE"
+		f.nodes[sName("s0")].State, f.nodes[sName("s0")].Health = "READY", "HEALTHY"
+	})
+	e.settle(t)
 	if got := e.f.count("reset "); got != 1 {
 		t.Errorf("queued resource resets = %d, want 1 (none while it is PROVISIONING)", got)
 	}
@@ -291,8 +307,15 @@ func TestSweepRereadsAListedNodeBeforeActingOnIt(t *testing.T) {
 	e.f.set(b)
 	e.f.setQRState("ACTIVE")
 	// While a is recreated, b comes back by itself: the listing is stale.
-	e.f.onCreate = func(f *scriptedTPU) { f.nodes[sName("b")].State, f.nodes[sName("b")].Health = "READY", "HEALTHY" }
+	// (One worker: a is acted on before b is decided.)
+	e.h.Workers = 1
+	e.f.onGet = func(f *scriptedTPU, call int) {
+		if call == 2 { // a read twice: by the sweep and by its recovery's first step
+			f.nodes[sName("b")].State, f.nodes[sName("b")].Health = "READY", "HEALTHY"
+		}
+	}
 	e.sweep(t, sZone)
+	e.settle(t)
 	if got := e.f.count("reset "); got != 0 {
 		t.Errorf("queued resource resets = %d, want 0: node b is READY and HEALTHY by the time it is decided", got)
 	}
@@ -352,7 +375,7 @@ func TestGuardSkippedNodeIsRevisitedWhenTheGuardClears(t *testing.T) {
 			if e.f.node(sName("z")) == nil {
 				e.f.set(sNode("z", "TERMINATED"))
 			}
-			r := e.handleSettled(t, sEvent("z", "evz", e.clock.Now()))
+			r := e.handle(t, sEvent("z", "evz", e.clock.Now()))
 			if r.Action != remediate.ActionSkip || !strings.Contains(r.Reason, "guard") {
 				t.Fatalf("event record = %s %q; want a guard skip", r.Action, r.Reason)
 			}
@@ -388,11 +411,11 @@ func TestNodeChangedBetweenDecisionAndClaimIsNotRecreated(t *testing.T) {
 					tt.change(f.nodes[sName("a")])
 				}
 			}
-			r := e.handleSettled(t, sEvent("a", "ev1", e.clock.Now()))
+			r := e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 			if got := e.f.count("delete "); got != 0 {
 				t.Errorf("deletes = %d, want 0", got)
 			}
-			if r.Action != remediate.ActionRecord || !strings.Contains(r.Reason, tt.reason) || r.Phase != remediate.PhaseRecovered {
+			if r.Action != remediate.ActionRecord || !strings.Contains(r.Reason, tt.reason) || r.Phase != remediate.PhaseClosed {
 				t.Errorf("record = %s %q phase %s; want record %q, recovery closed", r.Action, r.Reason, r.Phase, tt.reason)
 			}
 		})

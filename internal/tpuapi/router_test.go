@@ -100,12 +100,61 @@ func (r *recordSlice) Record(_ context.Context, rec remediate.Record) error {
 }
 
 func (e routed) handler() *remediate.Handler {
+	h, _ := e.handlerWithClock()
+	return h
+}
+
+func (e routed) handlerWithClock() (*remediate.Handler, *vclock) {
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = "#!/bin/bash\nexec /opt/resume-training\n"
+	clk := &vclock{t: time.Now()}
 	return &remediate.Handler{
-		TPU: e.router, Store: ledger.NewMemory(), Recorder: &recordSlice{}, Config: cfg, Holder: "test",
-		Backoff: remediate.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond, Attempts: 2},
+		TPU: e.router, Store: ledger.NewMemory(ledger.WithClock(clk.now)), Recorder: &recordSlice{}, Config: cfg, Holder: "test",
+		Now: clk.now,
+	}, clk
+}
+
+// vclock is a virtual clock Drain moves.
+type vclock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *vclock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *vclock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.t) {
+		c.t = t
 	}
+}
+
+// handleSettled handles ev and runs the recovery's later looks on a
+// virtual clock; it returns the last record.
+func (e routed) handleSettled(t *testing.T, ev events.Event) (remediate.Record, error) {
+	t.Helper()
+	h, clk := e.handlerWithClock()
+	r, err := h.Handle(context.Background(), ev)
+	if err != nil {
+		return r, err
+	}
+	if _, err := h.Drain(context.Background(), clk.set, 40); err != nil {
+		return r, err
+	}
+	// The last record, with the spec, steps and warnings of every record
+	// of the recovery gathered in it.
+	var out remediate.Record
+	var steps []remediate.Step
+	var warnings []string
+	for _, x := range h.Recorder.(*recordSlice).all {
+		steps, warnings = append(steps, x.Steps...), append(warnings, x.Warnings...)
+		if x.Spec == nil {
+			x.Spec = out.Spec
+		}
+		out = x
+	}
+	out.Steps, out.Warnings = steps, warnings
+	return out, nil
 }
 
 func terminated(id string) events.Event {
@@ -118,11 +167,11 @@ func terminated(id string) events.Event {
 
 func TestTerminatedLegacyNodeIsRecreatedThroughV1WithTheSameSpec(t *testing.T) {
 	e := newRouted(t, []*tpu.Node{vmTPU(vmID, "READY")}, []*tpupb.Node{legacyTPU(legacyID, tpupb.Node_TERMINATED)})
-	rec, err := e.handler().Handle(context.Background(), terminated(legacyID))
+	rec, err := e.handleSettled(t, terminated(legacyID))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseDone || rec.Err != "" {
+	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseRecovered || rec.Err != "" {
 		t.Fatalf("Handle = %s phase %s err %q (%s), want recreate done", rec.Action, rec.Phase, rec.Err, rec.Reason)
 	}
 	if got := map[string]int{"create": e.v2.Count("nodes.create", ""), "delete": e.v2.Count("nodes.delete", "")}; got["create"]+got["delete"] != 0 {
@@ -157,11 +206,11 @@ func TestTerminatedLegacyNodeIsRecreatedThroughV1WithTheSameSpec(t *testing.T) {
 
 func TestTerminatedTPUVMIsRecreatedThroughV2Only(t *testing.T) {
 	e := newRouted(t, []*tpu.Node{vmTPU(vmID, "TERMINATED")}, []*tpupb.Node{legacyTPU(legacyID, tpupb.Node_READY)})
-	rec, err := e.handler().Handle(context.Background(), terminated(vmID))
+	rec, err := e.handleSettled(t, terminated(vmID))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseDone || rec.Err != "" {
+	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseRecovered || rec.Err != "" {
 		t.Fatalf("Handle = %s phase %s err %q (%s), want recreate done", rec.Action, rec.Phase, rec.Err, rec.Reason)
 	}
 	if got := []int{e.v2.Count("nodes.delete", ""), e.v2.Count("nodes.create", "")}; !cmp.Equal(got, []int{1, 1}) {
