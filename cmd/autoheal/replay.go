@@ -133,6 +133,8 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return now
 		}
 	}
+	rclk := &replayClock{base: clockFn} // moved forward by the continuations (continue.go)
+	clockFn = rclk.now
 	// The ledger runs on the same clock as the handler, so that event marks
 	// and leases made at an entry's time are judged at entries' times.
 	h := &remediate.Handler{
@@ -146,6 +148,9 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 	p := newPrinter(*format, stdout)
 	runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t })
+	if runErr == nil {
+		runErr = continueRecoveries(ctx, h, rclk, stderr)
+	}
 	if err := p.finish(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("write output: %w", err)
 	}
@@ -177,7 +182,7 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p printer,
 			l.rejectCode = rejectCode(it.Err)
 		} else {
 			setNow(it.Event.Time)
-			r, err := h.Handle(ctx, it.Event) // retries transient failures itself (Handler.Backoff)
+			r, err := h.Handle(ctx, it.Event)
 			l = lineOf(r, it.Event)
 			if err != nil {
 				failed++
