@@ -61,6 +61,20 @@ type harness struct {
 	fn   *function.Function
 	tpu  *tpufake.Server
 	recs *sliceRecorder
+	now  *time.Time
+}
+
+// settle delivers sweep messages a minute apart, as Cloud Scheduler does,
+// until the recoveries deliveries started are finished: a delivery never
+// waits for an operation, a sweep's continuations take the next steps.
+func (h *harness) settle(t *testing.T) {
+	t.Helper()
+	for range 10 {
+		*h.now = h.now.Add(time.Minute)
+		if err := h.fn.HandleCloudEvent(context.Background(), cloudEvent(t, pushBody([]byte(events.SweepMessage)))); err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+	}
 }
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -97,17 +111,18 @@ func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harne
 		edit(&cfg)
 	}
 	recs := &sliceRecorder{}
+	clk := now
 	fn, err := function.New(context.Background(), cfg,
 		function.WithTPU(tc),
 		function.WithStore(ledger.NewMemory()),
 		function.WithRecorder(recs),
-		function.WithClock(func() time.Time { return now }),
+		function.WithClock(func() time.Time { return clk }),
 	)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { fn.Close() })
-	return &harness{fn: fn, tpu: fake, recs: recs}
+	return &harness{fn: fn, tpu: fake, recs: recs, now: &clk}
 }
 
 // pushBody wraps data as a Pub/Sub message, as in a push request or the
@@ -220,6 +235,9 @@ func TestHandleCloudEvent(t *testing.T) {
 				t.Fatalf("HandleCloudEvent error = %v, want error %v", err, tt.wantErr)
 			}
 			recs := h.recs.records()
+			if tt.wantCalls["nodes.create"] > 0 {
+				h.settle(t)
+			}
 			if tt.wantAction != nil {
 				if diff := cmp.Diff(tt.wantAction, actions(recs)); diff != "" {
 					t.Errorf("recorded actions (-want +got):\n%s\nrecords: %+v", diff, recs)
@@ -248,6 +266,7 @@ func TestRecreatedNodeKeepsItsSpecAndGetsTheStartupScript(t *testing.T) {
 	if err := h.fn.HandleCloudEvent(context.Background(), cloudEvent(t, pushBody(readTestdata(t, "terminate-maintenance.json")))); err != nil {
 		t.Fatal(err)
 	}
+	h.settle(t)
 	var created *struct {
 		AcceleratorType string            `json:"acceleratorType"`
 		Metadata        map[string]string `json:"metadata"`
