@@ -86,7 +86,7 @@ var matrixCrashes = []remediate.Phase{"", remediate.PhaseDeleting, remediate.Pha
 // process dying right after the write would: the call it preceded is never
 // made, and nothing after it is saved by this delivery.
 type crashStore struct {
-	*ledger.Memory
+	remediate.Store
 	mu      sync.Mutex
 	crashAt remediate.Phase
 	crashed bool
@@ -96,7 +96,7 @@ type crashStore struct {
 var errCrash = errors.New("crashed after saving")
 
 func (s *crashStore) Update(ctx context.Context, rec remediate.Recovery) error {
-	if err := s.Memory.Update(ctx, rec); err != nil {
+	if err := s.Store.Update(ctx, rec); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -169,6 +169,12 @@ func qrFleet() tpufake.Fleet {
 // redeliveries, Continue and sweeps until quiescent.
 func runCell(t *testing.T, reset bool, rules []tpufake.FailRule, crashAt remediate.Phase) cellResult {
 	t.Helper()
+	return runCellWith(t, reset, rules, crashAt, func(clk func() time.Time) remediate.Store { return ledger.NewMemory(ledger.WithClock(clk)) })
+}
+
+// runCellWith is runCell on the ledger newStore builds.
+func runCellWith(t *testing.T, reset bool, rules []tpufake.FailRule, crashAt remediate.Phase, newStore func(func() time.Time) remediate.Store) cellResult {
+	t.Helper()
 	clk := &clock{now: start}
 	f := tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}}
 	target := nodeName
@@ -188,7 +194,7 @@ func runCell(t *testing.T, reset bool, rules []tpufake.FailRule, crashAt remedia
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &crashStore{Memory: ledger.NewMemory(ledger.WithClock(clk.Now)), crashAt: crashAt, specs: map[string]bool{}}
+	store := &crashStore{Store: newStore(clk.Now), crashAt: crashAt, specs: map[string]bool{}}
 	g := &guardTPU{TPU: tpuapi.New(svc), store: store}
 	recs := &records{}
 	cfg := remediate.DefaultConfig()
