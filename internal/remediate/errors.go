@@ -60,11 +60,11 @@ type Error struct {
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
-// KindOfCode classifies a google.rpc code with its message: the one table
+// kindOfCode classifies a google.rpc code with its message: the one table
 // both adapters and finished operations use. RESOURCE_EXHAUSTED is a
 // stockout or quota (KindExhausted) unless the message says it is about
 // request rate (then KindTransient, like any 429 on a poll).
-func KindOfCode(c codes.Code, message string) Kind {
+func kindOfCode(c codes.Code, message string) Kind {
 	switch c {
 	case codes.OK:
 		return KindNone
@@ -114,9 +114,9 @@ func codeOfHTTP(status int) codes.Code {
 	return codes.Unknown
 }
 
-// CodeOfName is the google.rpc code named s ("RESOURCE_EXHAUSTED"), and
+// codeOfName is the google.rpc code named s ("RESOURCE_EXHAUSTED"), and
 // whether s is one.
-func CodeOfName(s string) (codes.Code, bool) {
+func codeOfName(s string) (codes.Code, bool) {
 	var c codes.Code
 	if err := c.UnmarshalJSON([]byte(`"` + s + `"`)); err != nil {
 		return codes.Unknown, false
@@ -124,19 +124,19 @@ func CodeOfName(s string) (codes.Code, bool) {
 	return c, true
 }
 
-// KindOfHTTP classifies a REST error: its HTTP status, the google.rpc
+// kindOfHTTP classifies a REST error: its HTTP status, the google.rpc
 // status name the body gives (ABORTED on a 409 is not ALREADY_EXISTS) and
 // its message.
-func KindOfHTTP(status int, rpcStatus, message string) Kind {
+func kindOfHTTP(status int, rpcStatus, message string) Kind {
 	c := codeOfHTTP(status)
-	if n, ok := CodeOfName(rpcStatus); ok && rpcStatus != "" {
+	if n, ok := codeOfName(rpcStatus); ok && rpcStatus != "" {
 		c = n
 	}
 	if status == http.StatusTooManyRequests && c == codes.ResourceExhausted {
 		// A 429 is a stockout only when it says so; else a rate limit.
-		return KindOfCode(c, message)
+		return kindOfCode(c, message)
 	}
-	return KindOfCode(c, message)
+	return kindOfCode(c, message)
 }
 
 // KindOf classifies err: the adapter's Kind when it set one, else from a
@@ -153,7 +153,7 @@ func KindOf(err error) Kind {
 	}
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
-		return KindOfHTTP(ge.Code, restStatus(ge), restText(ge))
+		return kindOfHTTP(ge.Code, restStatus(ge), restText(ge))
 	}
 	if errors.Is(err, context.Canceled) {
 		return KindTransient
@@ -243,14 +243,14 @@ func FromAPI(err error) error {
 	kind := KindOf(err)
 	if ae, ok := apierror.FromError(err); ok {
 		if st := ae.GRPCStatus(); st != nil {
-			kind = KindOfCode(st.Code(), st.Message()+" "+ae.Reason())
+			kind = kindOfCode(st.Code(), st.Message()+" "+ae.Reason())
 		} else if code := ae.HTTPCode(); code > 0 {
 			var ge *googleapi.Error
 			status, text := "", ae.Message()+" "+ae.Reason()
 			if errors.As(err, &ge) {
 				status, text = restStatus(ge), restText(ge)+" "+ae.Reason()
 			}
-			kind = KindOfHTTP(code, status, text)
+			kind = kindOfHTTP(code, status, text)
 		}
 	}
 	return &Error{Kind: kind, Err: err}
@@ -260,5 +260,5 @@ func FromAPI(err error) error {
 // google.rpc code and message given, classified by its code.
 func OperationError(operation string, code int32, message string) error {
 	c := codes.Code(code)
-	return &Error{Kind: KindOfCode(c, message), Err: fmt.Errorf("operation %s failed: %s: %s", operation, c, message)}
+	return &Error{Kind: kindOfCode(c, message), Err: fmt.Errorf("operation %s failed: %s: %s", operation, c, message)}
 }
