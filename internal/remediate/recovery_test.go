@@ -40,7 +40,9 @@ func TestAdvance(t *testing.T) {
 	}
 	withDeleteOp := func(r *Recovery) { r.DeleteOp = op }
 	withCreateOp := func(r *Recovery) { r.CreateOp = op }
-	reset := func(r *Recovery) { r.Action, r.QueuedResource = ActionReset, "projects/p/locations/z/queuedResources/q" }
+	reset := func(r *Recovery) {
+		r.Action, r.QueuedResource = ActionReset, "projects/p/locations/z/queuedResources/q"
+	}
 	api := func(code int, msg string) error { return &googleapi.Error{Code: code, Message: msg} }
 	qr := func(state string) *tpu.QueuedResource {
 		return &tpu.QueuedResource{State: &tpu.QueuedResourceState{State: state}}
@@ -148,7 +150,11 @@ func TestAdvance(t *testing.T) {
 
 		{name: "reset claimed: read the node", rec: rec(PhaseClaimed, reset), wantPhase: PhaseClaimed, wantEff: EffectGet},
 		{name: "reset claimed, node PREEMPTED: claim the incident's one reset", rec: rec(PhaseClaimed, reset),
-			obs: Observation{Node: func() *tpu.Node { n := node("PREEMPTED"); n.QueuedResource = "projects/p/locations/z/queuedResources/q"; return n }()}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseClaimed, wantEff: EffectMarkReset},
+			obs: Observation{Node: func() *tpu.Node {
+				n := node("PREEMPTED")
+				n.QueuedResource = "projects/p/locations/z/queuedResources/q"
+				return n
+			}()}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseClaimed, wantEff: EffectMarkReset},
 		{name: "reset claimed, this recovery holds the reset: resetting, reset", rec: rec(PhaseClaimed, reset), res: StepResult{Effect: EffectMarkReset, First: true}, wantPhase: PhaseResetting, wantEff: EffectReset},
 		{name: "reset claimed, another slice reset it: closed, look again later", rec: rec(PhaseClaimed, reset), res: StepResult{Effect: EffectMarkReset}, wantPhase: PhaseClosed, wantEff: EffectDefer},
 		{name: "resetting, reset answered: wait", rec: rec(PhaseResetting, reset), res: StepResult{Effect: EffectReset, Operation: op}, wantPhase: PhaseResetting, wantWait: true},
