@@ -101,9 +101,16 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 	h.parallel(ctx, len(dueDefs), func(i int) { add(h.sweepNode(ctx, dueDefs[i].Node, nil, "", false)) })
 
 	// (2) Every opted-in node, from the cursor, a page at a time.
+	return res, h.sweepListed(ctx, opts, over, claim, add, &res)
+}
+
+// sweepListed lists the nodes of opts' projects × zones from the saved
+// cursor and decides about every opted-in node of a page, at most Workers
+// at once; res.Complete tells whether it got to the end.
+func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func() bool, claim func(string) bool, add func(Record, bool), res *SweepResult) error {
 	cursor, err := h.Store.SweepCursor(ctx)
 	if err != nil {
-		return res, fmt.Errorf("sweep: read cursor: %w", err)
+		return fmt.Errorf("sweep: read cursor: %w", err)
 	}
 	cp, cz, token := parseCursor(cursor, opts)
 	for pi := cp; pi < len(opts.Projects); pi++ {
@@ -115,7 +122,7 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 			parent := fmt.Sprintf("projects/%s/locations/%s", project, zone)
 			for {
 				if over() {
-					return res, h.saveCursor(ctx, project+"/"+zone+"/"+token)
+					return h.saveCursor(ctx, project+"/"+zone+"/"+token)
 				}
 				var nodes []*tpu.Node
 				var next string
@@ -143,7 +150,7 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 						break
 					}
 					_ = h.saveCursor(ctx, project+"/"+zone+"/"+token)
-					return res, fmt.Errorf("sweep: %w", err)
+					return fmt.Errorf("sweep: %w", err)
 				}
 				var page []*tpu.Node
 				for _, n := range nodes {
@@ -163,7 +170,7 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 		}
 	}
 	res.Complete = true
-	return res, h.saveCursor(ctx, "")
+	return h.saveCursor(ctx, "")
 }
 
 func (h *Handler) saveCursor(ctx context.Context, c string) error {
