@@ -167,6 +167,13 @@ func errText(err error) string {
 // own event. Sweeps call it first; `autoheal replay` calls it as its clock
 // advances. advanced counts the recoveries looked at.
 func (h *Handler) Continue(ctx context.Context) (advanced int, err error) {
+	return h.continueDue(ctx, func(string) bool { return true }, func(Record, bool) {})
+}
+
+// continueDue is Continue for a sweep: take says whether the sweep still
+// decides about a node (it is marked as seen either way), add collects the
+// records.
+func (h *Handler) continueDue(ctx context.Context, take func(node string) bool, add func(Record, bool)) (int, error) {
 	recs, err := h.Store.Unfinished(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("continue: list unfinished recoveries: %w", err)
@@ -174,14 +181,12 @@ func (h *Handler) Continue(ctx context.Context) (advanced int, err error) {
 	now := h.now()
 	var due []Recovery
 	for _, rec := range recs {
-		if now.Before(rec.LeaseUntil) || now.Before(rec.NextLookAt) {
-			continue
+		// A recovery held or waiting is not decided about again now.
+		if ok := take(rec.Node); ok && !now.Before(rec.LeaseUntil) && !now.Before(rec.NextLookAt) {
+			due = append(due, rec)
 		}
-		due = append(due, rec)
 	}
-	h.parallel(ctx, len(due), func(i int) {
-		h.sweepNode(ctx, due[i].Node, nil, due[i].Cause, false)
-	})
+	h.parallel(ctx, len(due), func(i int) { add(h.sweepNode(ctx, due[i].Node, nil, due[i].Cause, false)) })
 	return len(due), nil
 }
 

@@ -71,20 +71,9 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 
 	// (1) Unfinished recoveries whose next look is due (Continue), then due
 	// deferrals, each set at most Workers at once.
-	unfinished, err := h.Store.Unfinished(ctx)
-	if err != nil {
-		return res, fmt.Errorf("sweep: list unfinished recoveries: %w", err)
+	if _, err := h.continueDue(ctx, claim, add); err != nil {
+		return res, fmt.Errorf("sweep: %w", err)
 	}
-	now := h.now()
-	var dueRecs []Recovery
-	for _, rec := range unfinished {
-		if !now.Before(rec.LeaseUntil) && !now.Before(rec.NextLookAt) && claim(rec.Node) {
-			dueRecs = append(dueRecs, rec)
-		} else {
-			claim(rec.Node) // held or waiting: not decided about again by this sweep
-		}
-	}
-	h.parallel(ctx, len(dueRecs), func(i int) { add(h.sweepNode(ctx, dueRecs[i].Node, nil, dueRecs[i].Cause, false)) })
 	if over() {
 		return res, nil
 	}
