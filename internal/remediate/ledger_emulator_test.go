@@ -10,9 +10,11 @@ package remediate_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -312,5 +314,72 @@ func TestDeferralIsActedOnAfterTheGraceNotBefore(t *testing.T) {
 	}
 	if due, _ := store.DueDeferrals(ctx, e.clock.Now().Add(time.Hour)); len(due) != 0 {
 		t.Errorf("deferrals after the recreate = %+v; want none", due)
+	}
+}
+
+// TestFirestoreRecoveriesInTodaysShapeAreFinished writes recovery documents
+// exactly as the ledger wrote them before Advance (no nextLookAt, no
+// failures; phases saved, deleting, creating, failed) and checks a sweep's
+// continuations finish each one with the saved spec.
+func TestFirestoreRecoveriesInTodaysShapeAreFinished(t *testing.T) {
+	specJSON, err := json.Marshal(remediate.CleanSpec(fullNode("TERMINATED")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []struct {
+		name   string
+		node   bool // the node still exists (TERMINATED)
+		fields map[string]any
+	}{
+		{"saved, delete not sent, node there", true, map[string]any{"phase": "saved", "deleteSent": false}},
+		{"deleting, the operation of a gone process, node gone", false, map[string]any{"phase": "deleting", "deleteSent": true, "deleteOp": "projects/acme-ml/locations/us-central2-b/operations/operation-999"}},
+		{"creating, its operation unknown, node gone", false, map[string]any{"phase": "creating", "deleteSent": true, "createOp": "projects/acme-ml/locations/us-central2-b/operations/operation-998"}},
+		{"failed after our delete, node gone", false, map[string]any{"phase": "failed", "deleteSent": true, "lastError": "create: stockout"}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			f := tpufake.Fleet{}
+			if row.node {
+				f.Nodes = []*tpu.Node{fullNode("TERMINATED")}
+			}
+			e := newEnv(t, f)
+			prefix := fsPrefix("oldshape_")
+			client := fsClient(t)
+			store := ledger.NewFirestore(client, ledger.WithPrefix(prefix), ledger.WithClock(e.clock.Now))
+			e.h.Store = store
+			ctx := context.Background()
+			old := start.Add(-2 * time.Hour)
+			doc := map[string]any{
+				"node": nodeName, "project": project, "action": "recreate", "spec": string(specJSON),
+				"nodeId": int64(4721934471238), "queuedResource": "", "generation": 1, "holder": "gone-process",
+				"leaseUntil": old.Add(15 * time.Minute), "leaseMillis": int64(15 * time.Minute / time.Millisecond),
+				"deleteOp": "", "createOp": "", "attempts": 1, "eventId": "e0", "cause": "maintenance",
+				"startedAt": old, "updatedAt": old, "lastError": "", "unfinished": true, "counted": true,
+				"recreates": []time.Time{old},
+			}
+			for k, v := range row.fields {
+				doc[k] = v
+			}
+			id := strings.ReplaceAll(nodeName, "/", "~")
+			if _, err := client.Collection(prefix+ledger.CollectionRecoveries).Doc(id).Set(ctx, doc); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.Collection(prefix+ledger.CollectionProjects).Doc(project).Set(ctx, map[string]any{"project": project, "inFlight": []string{nodeName}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.h.Drain(ctx, e.clock.Set, 40); err != nil {
+				t.Fatalf("Drain: %v", err)
+			}
+			h, err := store.History(ctx, nodeName, project, "", e.clock.Now(), 24*time.Hour)
+			if err != nil || h.Recovery == nil || h.Recovery.Phase != remediate.PhaseRecovered {
+				t.Fatalf("recovery = %+v, %v; want recovered", h.Recovery, err)
+			}
+			got := nodeOf(t, e.fake, nodeName)
+			want := userSpec(t, fullNode("TERMINATED"))
+			want.Metadata["startup-script"] = script
+			if diff := cmp.Diff(want, userSpec(t, got)); diff != "" {
+				t.Errorf("recreated spec (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
