@@ -57,13 +57,11 @@ type deps struct {
 	tpu        remediate.TPU
 	recorder   remediate.Recorder
 	now        func() time.Time
-	backoff    remediate.Backoff
 	stdout     io.Writer
 	diag       io.Writer
 	storage    []option.ClientOption
 	logging    []option.ClientOption
 	loggerOpts []logging.LoggerOption
-	poll       time.Duration
 	maint      remediate.MaintenanceTPU // maintenance.go
 	notices    remediate.NoticeStore    // maintenance.go
 }
@@ -83,10 +81,6 @@ func WithRecorder(r remediate.Recorder) Option { return func(d *deps) { d.record
 
 // WithClock sets the clock (default time.Now).
 func WithClock(now func() time.Time) Option { return func(d *deps) { d.now = now } }
-
-// WithBackoff sets the handler's in-process retry policy for transient TPU
-// errors (default remediate.DefaultBackoff).
-func WithBackoff(b remediate.Backoff) Option { return func(d *deps) { d.backoff = b } }
 
 // WithDiagnostics sets where the function's diagnostic lines go (default
 // stderr).
@@ -109,10 +103,6 @@ func WithLoggingOptions(client []option.ClientOption, logger ...logging.LoggerOp
 		d.loggerOpts = append(d.loggerOpts, logger...)
 	}
 }
-
-// WithPollInterval sets how often the TPU client polls an operation
-// (default tpuapi.DefaultPollInterval).
-func WithPollInterval(p time.Duration) Option { return func(d *deps) { d.poll = p } }
 
 // New builds the function's clients from cfg (which must be valid: use
 // LoadConfig) once. Firestore honours FIRESTORE_EMULATOR_HOST.
@@ -158,7 +148,6 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		if err != nil {
 			return fail(err)
 		}
-		c.PollInterval = d.poll
 		// Legacy TPU Nodes go through the v1 API. An endpoint override
 		// points at a v2 REST endpoint (a simulator in tests, a private
 		// endpoint); there is no v1 gRPC counterpart to it, so then V1
@@ -169,7 +158,6 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 			if err != nil {
 				return fail(err)
 			}
-			legacy.PollInterval = d.poll
 			f.closers = append(f.closers, legacy.Close)
 			router.V1 = legacy
 		}
@@ -195,7 +183,6 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		Recorder: d.recorder,
 		Config:   rc,
 		Now:      d.now,
-		Backoff:  d.backoff,
 	}
 	if f.handler.Maintenance, err = newMaintainer(ctx, cfg, &d, rc); err != nil { // maintenance.go
 		return fail(err)

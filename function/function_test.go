@@ -64,6 +64,7 @@ type harness struct {
 	tpu  *tpufake.Server
 	recs *sliceRecorder
 	diag *syncBuffer // the function's diagnostic lines
+	now  *time.Time
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -82,6 +83,19 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// settle delivers sweep messages a minute apart, as Cloud Scheduler does,
+// until the recoveries deliveries started are finished: a delivery never
+// waits for an operation, a sweep's continuations take the next steps.
+func (h *harness) settle(t *testing.T) {
+	t.Helper()
+	for range 10 {
+		*h.now = h.now.Add(time.Minute)
+		if err := h.fn.HandleMessage(context.Background(), pushBody([]byte(events.SweepMessage))); err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+	}
 }
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -106,7 +120,6 @@ func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harne
 		t.Fatal(err)
 	}
 	tc := tpuapi.New(svc)
-	tc.PollInterval = time.Millisecond
 
 	env := minimalEnv()
 	env["AUTOHEAL_PROJECTS"] = "acme-ml"
@@ -120,19 +133,19 @@ func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harne
 	}
 	recs := &sliceRecorder{}
 	diag := &syncBuffer{}
+	clk := now
 	fn, err := function.New(context.Background(), cfg,
 		function.WithDiagnostics(diag),
 		function.WithTPU(tc),
 		function.WithStore(ledger.NewMemory()),
 		function.WithRecorder(recs),
-		function.WithClock(func() time.Time { return now }),
-		function.WithBackoff(remediate.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 2}),
+		function.WithClock(func() time.Time { return clk }),
 	)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { fn.Close() })
-	return &harness{fn: fn, tpu: fake, recs: recs, diag: diag}
+	return &harness{fn: fn, tpu: fake, recs: recs, diag: diag, now: &clk}
 }
 
 // pushBody wraps data as a Pub/Sub message, as in a push request or the
@@ -233,6 +246,9 @@ func TestHandleMessage(t *testing.T) {
 				t.Fatalf("HandleMessage error = %v, want error %v", err, tt.wantErr)
 			}
 			recs := h.recs.records()
+			if tt.wantCalls["nodes.create"] > 0 {
+				h.settle(t)
+			}
 			if tt.wantAction != nil {
 				if diff := cmp.Diff(tt.wantAction, actions(recs)); diff != "" {
 					t.Errorf("recorded actions (-want +got):\n%s\nrecords: %+v", diff, recs)
@@ -261,6 +277,7 @@ func TestRecreatedNodeKeepsItsSpecAndGetsTheStartupScript(t *testing.T) {
 	if err := h.fn.HandleMessage(context.Background(), pushBody(readTestdata(t, "terminate-maintenance.json"))); err != nil {
 		t.Fatal(err)
 	}
+	h.settle(t)
 	var created *struct {
 		AcceleratorType string            `json:"acceleratorType"`
 		Metadata        map[string]string `json:"metadata"`
@@ -590,6 +607,7 @@ func TestNodesOwnStartupScriptIsKept(t *testing.T) {
 	if err := h.fn.HandleMessage(context.Background(), pushBody(readTestdata(t, "terminate-maintenance.json"))); err != nil {
 		t.Fatal(err)
 	}
+	h.settle(t)
 	var created struct {
 		Metadata map[string]string `json:"metadata"`
 	}

@@ -185,6 +185,8 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return now
 		}
 	}
+	rclk := &replayClock{base: clockFn} // moved forward by the continuations (continue.go)
+	clockFn = rclk.now
 	// The ledger runs on the same clock as the handler, so that event marks
 	// and leases made at an entry's time are judged at entries' times.
 	h := &remediate.Handler{
@@ -201,6 +203,9 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 	p := newPrinter(*format, stdout, "entries read")
 	st, runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t })
+	if runErr == nil {
+		runErr = continueRecoveries(ctx, h, rclk, stderr)
+	}
 	notes := []string{"order: " + src.Order()}
 	if tg.readOnly {
 		notes = append(notes, "read-only: decided and recorded, nothing was changed (add --apply to act on the TPU API)")
@@ -272,7 +277,7 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p printer,
 			l.At = it.at
 		} else {
 			setNow(it.Event.Time)
-			r, err := h.Handle(ctx, it.Event) // retries transient failures itself (Handler.Backoff)
+			r, err := h.Handle(ctx, it.Event)
 			l = lineOf(r, it.Event)
 			if err != nil {
 				st.failed++

@@ -46,13 +46,12 @@ func TestSimulateServesTheFleetToAnotherClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}
-	client.PollInterval = time.Millisecond
 	op, err := client.DeleteNode(ctx, healthyNode)
 	if err != nil {
 		t.Fatalf("DeleteNode: %v", err)
 	}
-	if err := client.WaitOperation(ctx, op); err != nil {
-		t.Fatalf("WaitOperation: %v", err)
+	if done, err := client.GetOperation(ctx, op); !done || err != nil {
+		t.Fatalf("GetOperation = %v, %v; want done", done, err)
 	}
 
 	cancel()

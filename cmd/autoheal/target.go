@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"time"
 
 	tpu "google.golang.org/api/tpu/v2"
 
@@ -17,14 +16,6 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 	"github.com/tpu-autoheal/autoheal/internal/tpulegacy"
 )
-
-// fakePollInterval is how often operations are polled against the simulated
-// control plane, whose operations finish after one poll.
-const fakePollInterval = time.Millisecond
-
-// endpointPollInterval, when set (by tests), is the poll interval against
-// --tpu-endpoint; 0 keeps the client's default.
-var endpointPollInterval time.Duration
 
 // targetFlags choose the TPU control plane: the simulated one seeded from a
 // fleet file, a local control plane at --tpu-endpoint, or the real TPU API
@@ -107,9 +98,6 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 			if err != nil {
 				return nil, fmt.Errorf("TPU API client for --tpu-endpoint %s: %w", t.endpoint, err)
 			}
-			if endpointPollInterval > 0 {
-				c.PollInterval = endpointPollInterval
-			}
 			tg.tpu = c
 		} else {
 			c, err := tpuapi.NewFromOptions(ctx)
@@ -156,7 +144,6 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 		return nil, fmt.Errorf("simulated TPU API client: %w", err)
 	}
 	c := tpuapi.New(svc)
-	c.PollInterval = fakePollInterval
 	tg.tpu = c
 	// maint (#10): the simulated fleet also serves patch, guest attributes
 	// and v2alpha1 performMaintenance.

@@ -40,13 +40,7 @@ type nodeLedger struct {
 // what makes the guards impossible to bypass by crashing mid-recovery. A
 // recovery closed (done) without ever reaching those phases — the node
 // recovered by itself — does not count.
-func countsAsRecreate(p remediate.Phase) bool {
-	switch p {
-	case remediate.PhaseDeleting, remediate.PhaseDeleted, remediate.PhaseCreating:
-		return true
-	}
-	return false
-}
+func countsAsRecreate(p remediate.Phase) bool { return remediate.CountsAsRecreate(p) }
 
 // recreatesWithin returns the times in (now-window, now], oldest first.
 func recreatesWithin(times []time.Time, now time.Time, window time.Duration) []time.Time {
@@ -93,20 +87,8 @@ func claim(n nodeLedger, inFlightOthers int, req remediate.ClaimRequest) (nodeLe
 		return n, cloneRecovery(t), nil
 	}
 
-	recent := recreatesWithin(n.Recreates, req.Now, req.Config.Window)
-	if c := req.Config.Cooldown; c > 0 && len(recent) > 0 {
-		if last := recent[len(recent)-1]; req.Now.Before(last.Add(c)) {
-			return n, remediate.Recovery{}, fmt.Errorf("claim %s: last recreate %s, cooldown %s: %w",
-				req.Node, last.Format(time.RFC3339), c, remediate.ErrCooldown)
-		}
-	}
-	if max := req.Config.MaxRecreates; max > 0 && len(recent) >= max {
-		return n, remediate.Recovery{}, fmt.Errorf("claim %s: %d recreates within %s (cap %d): %w",
-			req.Node, len(recent), req.Config.Window, max, remediate.ErrWindowCap)
-	}
-	if max := req.Config.MaxInFlight; max > 0 && inFlightOthers >= max {
-		return n, remediate.Recovery{}, fmt.Errorf("claim %s: %d recoveries in flight in project %s (cap %d): %w",
-			req.Node, inFlightOthers, req.Project, max, remediate.ErrInFlightCap)
+	if why, _, err := remediate.Guard(n.Recreates, inFlightOthers, req.Now, req.Config); err != nil {
+		return n, remediate.Recovery{}, fmt.Errorf("claim %s: %s: %w", req.Node, why, err)
 	}
 
 	gen := 1
@@ -162,6 +144,11 @@ func update(n nodeLedger, rec remediate.Recovery) (nodeLedger, error) {
 		lease = remediate.DefaultConfig().Lease
 	}
 	u.LeaseUntil = latest(rec.LeaseUntil, cur.LeaseUntil, u.UpdatedAt.Add(lease))
+	if !u.NextLookAt.IsZero() && u.Unfinished() {
+		// The holder is done until the next look (an operation runs, or a
+		// failure backs off): whoever looks then takes the recovery over.
+		u.LeaseUntil = u.NextLookAt
+	}
 	n.Latest = &u
 	if countsAsRecreate(u.Phase) && !n.Counted {
 		n.Recreates = append(n.Recreates, u.StartedAt)

@@ -118,6 +118,8 @@ type recoveryDoc struct {
 	Unfinished     bool        `firestore:"unfinished"` // queried by Unfinished
 	Counted        bool        `firestore:"counted"`
 	Recreates      []time.Time `firestore:"recreates"`
+	NextLookAt     time.Time   `firestore:"nextLookAt"`
+	Failures       int         `firestore:"failures"`
 }
 
 func (d recoveryDoc) fields() map[string]any {
@@ -128,7 +130,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp,
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
 		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "unfinished": d.Unfinished, "counted": d.Counted,
-		"recreates": d.Recreates,
+		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
 	}
 }
 
@@ -146,6 +148,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, Attempts: r.Attempts, EventID: r.EventID,
 		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
+		NextLookAt: r.NextLookAt, Failures: r.Failures,
 	}, nil
 }
 
@@ -159,7 +162,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		Spec: spec, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
-		LastError: d.LastError,
+		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures,
 	}, nil
 }
 

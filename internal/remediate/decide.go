@@ -1,6 +1,7 @@
 package remediate
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,12 +40,98 @@ func ParseSelector(s string) (key, value string, err error) {
 // is about. It is pure. The event is only a hint: the observed node decides.
 // See the decision table in the design document; every branch's reason says
 // which row or guard applied.
+//
+// The decision carries every ledger effect the handler performs (plan):
+// hold, deferral set or cleared, claim, close.
 func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config) Decision {
-	if h.Pause != nil { // a person's pause (ledger lane, #12): see pause.go
+	if h.Pause != nil { // a person's pause (#12): see pause.go
 		unpaused := h
 		unpaused.Pause = nil
-		return pausedDecision(Decide(ev, obs, unpaused, now, cfg), *h.Pause, now)
+		d := Decide(ev, obs, unpaused, now, cfg)
+		if pd := pausedDecision(d, *h.Pause, now); pd.Action != d.Action {
+			// A mutation held back: no claim, and a look again later.
+			return plan(pd, ev, obs, h, now, cfg)
+		}
+		return d
 	}
+	return plan(decide(ev, obs, h, now, cfg), ev, obs, h, now, cfg)
+}
+
+// plan adds to d the ledger effects that carry it out.
+func plan(d Decision, ev events.Event, obs Observed, h History, now time.Time, cfg Config) Decision {
+	name := ev.Node.Name()
+	if name == "" {
+		return d
+	}
+	switch d.Action {
+	case ActionSkip:
+		if ev.Cause == events.CauseUser && obs.Node != nil && !held(h.Hold, obs.Node) {
+			d.Hold = &Hold{Node: name, Project: ev.Node.Project, NodeID: obs.Node.Id, Since: now, EventID: ev.InsertID, Reason: d.Reason}
+		}
+		if d.Final && h.Deferral != nil {
+			d.ClearDeferral = true
+		}
+		if !d.Due.IsZero() {
+			d.Deferral = deferral(ev, h, now, d.Due, d.Reason)
+		}
+	case ActionRecord:
+		d.ClearDeferral = h.Deferral != nil
+		d.ClearHold = h.Hold != nil && !held(h.Hold, obs.Node)
+		if rec := h.Recovery; rec != nil && rec.Unfinished() && !now.Before(rec.LeaseUntil) && !cfg.DryRun {
+			d.Close = d.Reason
+		}
+	case ActionDefer:
+		d.Deferral = deferral(ev, h, now, d.Due, d.Reason)
+	case ActionRecreate, ActionReset:
+		d.Claim = true
+		d.ClearDeferral = h.Deferral != nil
+	}
+	return d
+}
+
+// deferral is the node's deferral due at due, keeping the Since of a
+// pending one.
+func deferral(ev events.Event, h History, now, due time.Time, reason string) *Deferral {
+	df := Deferral{Node: ev.Node.Name(), Project: ev.Node.Project, Since: now, Due: due, Reason: reason}
+	if h.Deferral != nil && !h.Deferral.Since.IsZero() && h.Deferral.Since.Before(now) {
+		df.Since = h.Deferral.Since
+	}
+	return &df
+}
+
+// claimRefused is the decision when the ledger refused the claim d asked
+// for: the storm breaker (skip until it closes), or a guard the ledger saw
+// and History did not (a concurrent claim): look again when it may clear.
+// ok is false for an error that is no refusal (the ledger failed).
+func claimRefused(d Decision, err error, ev events.Event, h History, now time.Time, cfg Config) (Decision, bool) {
+	var be *BreakerOpenError
+	var pe *PausedError
+	switch {
+	case errors.As(err, &pe):
+		// A pause written between History and Claim: as Decide would have.
+		nd := pausedDecision(d, pe.Pause, now)
+		return plan(nd, ev, Observed{}, h, now, cfg), true
+	case errors.As(err, &be):
+		due := be.Until
+		if !due.After(now) {
+			due = inFlightRetry(now, cfg)
+		}
+		nd := Decision{Action: ActionSkip, Reason: be.Error(), Due: due}
+		return plan(nd, ev, Observed{}, h, now, cfg), true
+	case errors.Is(err, ErrClaimed):
+		return Decision{Action: ActionSkip, Reason: "recovery in flight: " + err.Error()}, true
+	case errors.Is(err, ErrCooldown), errors.Is(err, ErrWindowCap), errors.Is(err, ErrInFlightCap):
+		due := inFlightRetry(now, cfg)
+		if _, d := guard(h, now, cfg); !d.IsZero() {
+			due = d
+		}
+		nd := Decision{Action: ActionSkip, Due: due, Reason: fmt.Sprintf("guard: %s; look again at %s", err, due.UTC().Format(time.RFC3339))}
+		return plan(nd, ev, Observed{}, h, now, cfg), true
+	}
+	return d, false
+}
+
+func decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config) Decision {
 	name := ev.Node.Name()
 	if name == "" {
 		return Decision{Action: ActionReject, Reason: "event names no node"}
@@ -127,16 +214,25 @@ func held(hold *Hold, node *tpu.Node) bool {
 // decideOurs decides about a node with an unfinished recovery of ours.
 func decideOurs(obs Observed, h History, rec Recovery, now time.Time, cfg Config) Decision {
 	node := obs.Node
-	if now.Before(rec.LeaseUntil) {
+	if now.Before(rec.LeaseUntil) || now.Before(rec.NextLookAt) {
 		if rec.Phase == PhaseFailed {
 			return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
 				"recovery gen %d failed (%s): next attempt after %s", rec.Generation, rec.LastError, rec.LeaseUntil.UTC().Format(time.RFC3339))}
+		}
+		if !rec.NextLookAt.IsZero() {
+			return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
+				"recovery in flight: gen %d in phase %s, next look at %s", rec.Generation, rec.Phase, rec.NextLookAt.UTC().Format(time.RFC3339))}
 		}
 		return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
 			"recovery in flight: gen %d held by %s until %s", rec.Generation, rec.Holder, rec.LeaseUntil.UTC().Format(time.RFC3339))}
 	}
 	if node != nil {
-		if healthy(node) {
+		// A healthy node our recovery created (our generation label), or
+		// one our reset brought back, is the recovery's to finish (Advance
+		// says recovered); any other healthy node recovered by itself.
+		ours := node.Labels[GenerationLabel] == strconv.Itoa(rec.Generation) ||
+			(rec.Action == ActionReset && (rec.Phase == PhaseResetting || rec.Phase == PhaseReset || rec.Phase == PhaseCreating))
+		if healthy(node) && !ours {
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
 				"node is %s: recovered; closing recovery gen %d (%s)", describe(node), rec.Generation, rec.Phase)}
 		}
@@ -153,7 +249,7 @@ func decideOurs(obs Observed, h History, rec Recovery, now time.Time, cfg Config
 	if node != nil {
 		state = node.State
 	}
-	if action == ActionReset && node != nil && node.QueuedResource != "" {
+	if action == ActionReset && node != nil && node.QueuedResource != "" && rec.Phase != PhaseResetting && rec.Phase != PhaseReset {
 		// A failed reset is retried only while a reset makes sense.
 		why := fmt.Sprintf("%s: recovery gen %d (%s)", state, rec.Generation, rec.Phase)
 		if d, ok := queuedResourceBlocks(obs, h, now, cfg, why); ok {
@@ -174,7 +270,7 @@ func decideNode(obs Observed, h History, now time.Time, cfg Config, cause events
 	case state == stateDeleting:
 		return Decision{Action: ActionRecord, Reason: "DELETING: deleted by someone else; not ours"}
 	case state == stateReady && healthy(node):
-		if rec := h.Recovery; rec != nil && rec.Phase == PhaseDone && node.Labels[GenerationLabel] == strconv.Itoa(rec.Generation) {
+		if rec := h.Recovery; rec != nil && (rec.Phase == PhaseDone || rec.Phase == PhaseRecovered) && node.Labels[GenerationLabel] == strconv.Itoa(rec.Generation) {
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by tpu-autoheal (recovery gen %d, %s)", describe(node), rec.Generation, rec.Action)}
 		}
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by itself", describe(node))}
@@ -289,8 +385,20 @@ func afterGraceOnly(h History, now time.Time, grace time.Duration) time.Time {
 // again then (a skip records a deferral), so a node skipped by a guard is
 // not forgotten when the sweep lists no zones.
 func guard(h History, now time.Time, cfg Config) (why string, due time.Time) {
+	why, due, _ = Guard(h.Recreates, h.InFlight, now, cfg)
+	return why, due
+}
+
+// Guard is the one statement of the guards a new recovery must pass:
+// cooldown since the node's last recreate, recreates of the node within the
+// window under the cap, the project's other unfinished recoveries under the
+// in-flight cap, in that order. Decide applies it to History; the ledger's
+// Claim applies it again atomically. A zero limit turns its guard off. It
+// returns why (for a person), when the guard can clear, and ErrCooldown,
+// ErrWindowCap or ErrInFlightCap; all zero when every guard passes.
+func Guard(recreates []time.Time, inFlight int, now time.Time, cfg Config) (why string, due time.Time, err error) {
 	var recent []time.Time
-	for _, t := range h.Recreates {
+	for _, t := range recreates {
 		if t.After(now) || (cfg.Window > 0 && !t.After(now.Add(-cfg.Window))) {
 			continue
 		}
@@ -304,7 +412,7 @@ func guard(h History, now time.Time, cfg Config) (why string, due time.Time) {
 			}
 		}
 		if ago := now.Sub(last); ago < cfg.Cooldown {
-			return fmt.Sprintf("cooldown: last recreate %s ago < %s", roundDur(ago), cfg.Cooldown), last.Add(cfg.Cooldown)
+			return fmt.Sprintf("cooldown: last recreate %s ago < %s", roundDur(ago), cfg.Cooldown), last.Add(cfg.Cooldown), ErrCooldown
 		}
 	}
 	if cfg.MaxRecreates > 0 && len(recent) >= cfg.MaxRecreates {
@@ -318,12 +426,12 @@ func guard(h History, now time.Time, cfg Config) (why string, due time.Time) {
 			}
 			due = oldest.Add(cfg.Window)
 		}
-		return fmt.Sprintf("window cap: %d recreates in %s >= %d", len(recent), cfg.Window, cfg.MaxRecreates), due
+		return fmt.Sprintf("window cap: %d recreates in %s >= %d", len(recent), cfg.Window, cfg.MaxRecreates), due, ErrWindowCap
 	}
-	if cfg.MaxInFlight > 0 && h.InFlight >= cfg.MaxInFlight {
-		return fmt.Sprintf("in-flight cap: %d recoveries in flight in the project >= %d", h.InFlight, cfg.MaxInFlight), inFlightRetry(now, cfg)
+	if cfg.MaxInFlight > 0 && inFlight >= cfg.MaxInFlight {
+		return fmt.Sprintf("in-flight cap: %d recoveries in flight in the project >= %d", inFlight, cfg.MaxInFlight), inFlightRetry(now, cfg), ErrInFlightCap
 	}
-	return "", time.Time{}
+	return "", time.Time{}, nil
 }
 
 // maxInFlightWait bounds how long a node skipped by the in-flight cap waits

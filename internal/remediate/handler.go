@@ -4,33 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
-	"strconv"
 	"time"
-
-	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
 )
 
-// Handler observes a node, decides and acts. One Handler serves many
-// concurrent calls; it holds no per-call state.
+// Handler observes a node, decides once and does exactly what the decision
+// says; for a recovery it advances the state machine (Advance) by as many
+// steps as need no waiting, saving each phase before its call, and returns
+// once an operation is running. One Handler serves many concurrent calls; it
+// holds no per-call state.
 //
 // Dry run (Config.DryRun): Decide never returns recreate or reset, so the
 // Handler never claims a recovery and never calls a mutating TPU method. It
-// still writes the ledger's bookkeeping (event marks, deferrals), so that a
-// dry run shows when a deferred node would be recreated. A node a guard
-// (cooldown, window cap, in-flight cap) skips gets a deferral due when the
-// guard can clear, so it is decided again even when the sweep lists no
-// zones; a dry run names itself before the guards ("dry run: would …") and
-// so sets no such deferral: a dry-run skip is not re-evaluated by itself.
-//
-// A recovery that fails Config.MaxAttempts times with an error other than a
-// stockout or quota error is abandoned (PhaseAbandoned, an ERROR record
-// with the saved spec); a recovery is closed without finishing when its
-// next step is not ours to take: its node was replaced (another node id) or
-// deleted (before we requested the delete) by someone else, opted out, or
-// terminated by a user.
+// still writes the ledger's bookkeeping (event marks, deferrals).
 type Handler struct {
 	TPU      TPU
 	Store    Store
@@ -38,17 +27,33 @@ type Handler struct {
 	Config   Config
 	Now      func() time.Time // nil = time.Now
 	Holder   string           // claim owner id; "" = hostname and pid
-	// Backoff is the in-process retry policy for transient TPU errors;
-	// the zero value means DefaultBackoff.
-	Backoff     Backoff
-	Maintenance *Maintainer // maint hook (#10): prepare/maintain on upcoming maintenance; nil = off
+	// CallTimeout bounds each TPU call (0 = DefaultCallTimeout): a call
+	// that hangs is a transient failure of its step, never a stuck request.
+	CallTimeout time.Duration
+	// Workers bounds how many recoveries and nodes Continue and Sweep
+	// advance at once (0 = DefaultWorkers).
+	Workers int
+	// Log receives diagnostics (nil = JSON on stderr in Cloud Logging's shape).
+	Log *slog.Logger
+	// Maintenance handles upcoming-maintenance notices of opted-in READY
+	// nodes (prepare, maintain; #10); nil = off.
+	Maintenance *Maintainer
 }
+
+// Defaults of the Handler's knobs.
+const (
+	DefaultCallTimeout = 30 * time.Second
+	DefaultWorkers     = 8
+	// maxStepsPerCall bounds the steps one delivery takes: a recovery that
+	// keeps asking for calls without waiting is saved and looked at again.
+	maxStepsPerCall = 12
+)
 
 // ActError is a failure carrying out a decision: the step, the node and
 // whether retrying can help. Handle returns it (wrapped) only when Transient;
 // a permanent one is recorded (Record.Err) and Handle returns nil.
 type ActError struct {
-	Step      string // get, history, claim, save-spec, delete, wait-delete, create, wait-create, reset, wait-reset, ledger, record
+	Step      string // get, history, claim, ledger, record, …
 	Node      string
 	Transient bool
 	Err       error
@@ -71,13 +76,6 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-func (h *Handler) maxAttempts() int {
-	if h.Config.MaxAttempts > 0 {
-		return h.Config.MaxAttempts
-	}
-	return DefaultMaxAttempts
-}
-
 func (h *Handler) holder() string {
 	if h.Holder != "" {
 		return h.Holder
@@ -86,12 +84,42 @@ func (h *Handler) holder() string {
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
+func (h *Handler) log() *slog.Logger {
+	if h.Log != nil {
+		return h.Log
+	}
+	return defaultLog
+}
+
+func (h *Handler) callTimeout() time.Duration {
+	if h.CallTimeout > 0 {
+		return h.CallTimeout
+	}
+	return DefaultCallTimeout
+}
+
+func (h *Handler) workers() int {
+	if h.Workers > 0 {
+		return h.Workers
+	}
+	return DefaultWorkers
+}
+
+// EventKey is the ledger's dedupe key of an event: Cloud Logging's identity
+// of an entry is insertId + timestamp + logName (which carries the project).
+func EventKey(ev events.Event) string {
+	if ev.InsertID == "" {
+		return ""
+	}
+	return ev.InsertID + "|" + ev.Time.UTC().Format(time.RFC3339Nano) + "|" + ev.LogName
+}
+
 // Handle handles one event: observes the node (GetNode, and GetQueuedResource
 // when a queued resource owns it), reads the node's history, decides, acts and
 // writes exactly one Record. It returns an error only for a transient failure
-// (the caller retries, Pub/Sub redelivers); then the event is not marked as
-// processed, so the redelivery is handled. A permanent failure is recorded
-// and Handle returns nil.
+// the ledger or the first read had (the caller retries, Pub/Sub redelivers);
+// then the event is not marked as processed. A TPU failure during a recovery
+// is saved in the recovery, which a later look continues.
 func (h *Handler) Handle(ctx context.Context, ev events.Event) (Record, error) {
 	r := h.newRecord(ev)
 	name := ev.Node.Name()
@@ -138,14 +166,15 @@ type processOpts struct {
 	markTime time.Time
 }
 
-// process decides and acts on an observed node and records the outcome.
+// process decides once about an observed node, performs the decision's
+// ledger effects and recovery, and records the outcome.
 func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r Record, o processOpts) (Record, error) {
 	cfg := h.Config
 	name := ev.Node.Name()
 	now := r.Time
 	eventID := ""
 	if ev.Method != "" {
-		eventID = ev.InsertID
+		eventID = EventKey(ev)
 	}
 	hist, err := h.Store.History(ctx, name, ev.Node.Project, eventID, now, cfg.Window)
 	if err != nil {
@@ -154,72 +183,61 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 	}
 	d := Decide(ev, obs, hist, now, cfg)
 	r.Action, r.Reason = d.Action, d.Reason
+	if obs.Node != nil {
+		// Every record that saw the node says its size, so a report counts
+		// chip-hours of self-recoveries too.
+		r.AcceleratorType, r.Chips = obs.Node.AcceleratorType, ChipsOf(obs.Node.AcceleratorType)
+	}
 	if rec := hist.Recovery; rec != nil {
-		r.Generation = rec.Generation
-		r.Phase = rec.Phase
+		r.Generation, r.Phase = rec.Generation, rec.Phase
 	}
 	if o.markID != "" {
 		r.InsertID, r.EventTime = o.markID, o.markTime
 		r.Cause = events.CauseMaintenance
 		r.Reason = fmt.Sprintf("maintenance event at %s seen in healthDescription; %s", o.markTime.UTC().Format(time.RFC3339Nano), r.Reason)
 	}
-
-	var actErr error
-	switch d.Action {
-	case ActionSkip:
-		if ev.Cause == events.CauseUser && obs.Node != nil && !held(hist.Hold, obs.Node) {
-			hold := Hold{Node: name, Project: ev.Node.Project, NodeID: obs.Node.Id, Since: now, EventID: ev.InsertID, Reason: d.Reason}
-			if err := h.Store.SetHold(ctx, hold); err != nil {
-				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("set hold: %w", err)}
-			}
-		}
-		if d.Final && hist.Deferral != nil && actErr == nil {
-			if err := h.Store.ClearDeferral(ctx, name); err != nil {
-				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("clear deferral: %w", err)}
-			}
-		}
-		if !d.Due.IsZero() && actErr == nil {
-			// A guard skipped it: look again when the guard can clear.
-			actErr = h.deferUntil(ctx, ev, hist, now, d.Due, d.Reason)
-		}
-	case ActionRecord:
-		if hist.Deferral != nil {
-			if err := h.Store.ClearDeferral(ctx, name); err != nil {
-				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("clear deferral: %w", err)}
-			}
-		}
-		if hist.Hold != nil && actErr == nil && !held(hist.Hold, obs.Node) {
-			if err := h.Store.ClearHold(ctx, name); err != nil {
-				actErr = &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("clear hold: %w", err)}
-			}
-		}
-		if rec := hist.Recovery; actErr == nil && rec != nil && rec.Unfinished() && !now.Before(rec.LeaseUntil) && !cfg.DryRun {
-			actErr = h.closeRecovery(ctx, *rec, d.Reason, &r)
-		}
-	case ActionDefer:
-		actErr = h.deferUntil(ctx, ev, hist, now, d.Due, d.Reason)
-	case ActionRecreate, ActionReset:
-		actErr = h.recover(ctx, ev, obs, hist, d, &r)
-	}
+	actErr := h.perform(ctx, ev, obs, hist, d, &r)
 	if d.Action == ActionRecord && actErr == nil {
 		actErr = h.maintenanceHook(ctx, ev, obs, &r, o.quiet)
-	} // maint hook (#10)
-	if o.quiet && r.Action == ActionRecord && actErr == nil && o.markID == "" {
+	}
+	if o.quiet && r.Action == ActionRecord && actErr == nil && o.markID == "" && r.Outcome == "" {
 		return r, nil
 	}
 	return h.finish(ctx, ev, r, actErr, eventID)
 }
 
-// deferUntil records a deferral of the event's node due at due, keeping the
-// Since of a pending one.
-func (h *Handler) deferUntil(ctx context.Context, ev events.Event, hist History, now, due time.Time, reason string) error {
+// perform does what the decision says, in order: ledger effects, then a
+// close or a claim and the recovery's steps.
+func (h *Handler) perform(ctx context.Context, ev events.Event, obs Observed, hist History, d Decision, r *Record) error {
 	name := ev.Node.Name()
-	df := Deferral{Node: name, Project: ev.Node.Project, Since: now, Due: due, Reason: reason}
-	if hist.Deferral != nil && !hist.Deferral.Since.IsZero() && hist.Deferral.Since.Before(now) {
-		df.Since = hist.Deferral.Since
+	ledgerErr := func(what string, err error) error {
+		return &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("%s: %w", what, err)}
 	}
-	if err := h.Store.SetDeferral(ctx, df); err != nil {
-		return &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("set deferral: %w", err)}
+	if d.Hold != nil {
+		if err := h.Store.SetHold(ctx, *d.Hold); err != nil {
+			return ledgerErr("set hold", err)
+		}
+	}
+	if d.ClearHold {
+		if err := h.Store.ClearHold(ctx, name); err != nil {
+			return ledgerErr("clear hold", err)
+		}
+	}
+	if d.ClearDeferral && !d.Claim {
+		if err := h.Store.ClearDeferral(ctx, name); err != nil {
+			return ledgerErr("clear deferral", err)
+		}
+	}
+	if d.Deferral != nil && !sameDeferral(hist.Deferral, d.Deferral) {
+		if err := h.Store.SetDeferral(ctx, *d.Deferral); err != nil {
+			return ledgerErr("set deferral", err)
+		}
+	}
+	if d.Close != "" && hist.Recovery != nil {
+		return h.closeRecovery(ctx, *hist.Recovery, d.Close, r)
+	}
+	if d.Claim {
+		return h.recover(ctx, ev, obs, hist, d, r)
 	}
 	return nil
 }
@@ -239,6 +257,7 @@ func (h *Handler) finish(ctx context.Context, ev events.Event, r Record, actErr 
 		}
 	}
 	if err := h.Recorder.Record(ctx, r); err != nil {
+		h.log().Warn("record lost", "node", r.Node, "action", r.Action, "error", err.Error())
 		if !transient {
 			// The decision is made and acted on; the redelivery decides again
 			// from the node's state and records it.
@@ -259,33 +278,33 @@ func (h *Handler) eventTTL() time.Duration {
 	return DefaultConfig().EventTTL
 }
 
-// failObserve records a failure to read the node: transient → returned for
-// a retry; permanent (403, …) → recorded as skip and acknowledged.
+// failObserve records a failure to read the node: transient (a 5xx, a
+// deadline, a malformed answer) → returned for a retry; permanent (403, …)
+// → recorded as skip and acknowledged.
 func (h *Handler) failObserve(ctx context.Context, ev events.Event, r Record, err error) (Record, error) {
-	var ae *ActError
-	if errors.As(err, &ae) && ae.Transient {
+	if KindOf(err) != KindPermanent {
 		r.Action, r.Reason = ActionSkip, "could not read the node: transient error; will be retried"
-		return h.finish(ctx, ev, r, err, "")
+		return h.finish(ctx, ev, r, &ActError{Step: "get", Node: ev.Node.Name(), Transient: true, Err: err}, "")
 	}
 	r.Action, r.Reason = ActionSkip, "could not read the node: permanent error"
 	eventID := ""
 	if ev.Method != "" {
-		eventID = ev.InsertID
+		eventID = EventKey(ev)
 	}
-	return h.finish(ctx, ev, r, err, eventID)
+	return h.finish(ctx, ev, r, &ActError{Step: "get", Node: ev.Node.Name(), Err: err}, eventID)
 }
 
 // observe reads the node (nil when NOT FOUND) and the queued resource
 // owning it (nil when none or NOT FOUND).
 func (h *Handler) observe(ctx context.Context, name string, r *Record) (Observed, error) {
 	var obs Observed
-	n, err := h.getNode(ctx, name, r)
+	n, err := timedGet(h, ctx, r, EffectGet, name, h.TPU.GetNode)
 	if err != nil {
 		return obs, err
 	}
 	obs.Node = n
 	if n != nil && n.QueuedResource != "" {
-		qr, err := h.getQueuedResource(ctx, n.QueuedResource, r)
+		qr, err := timedGet(h, ctx, r, EffectGetQR, n.QueuedResource, h.TPU.GetQueuedResource)
 		if err != nil {
 			return obs, err
 		}
@@ -294,19 +313,11 @@ func (h *Handler) observe(ctx context.Context, name string, r *Record) (Observed
 	return obs, nil
 }
 
-func (h *Handler) getNode(ctx context.Context, name string, r *Record) (*tpu.Node, error) {
-	return getStep(h, ctx, r, "get", name, h.TPU.GetNode)
-}
-
-func (h *Handler) getQueuedResource(ctx context.Context, name string, r *Record) (*tpu.QueuedResource, error) {
-	return getStep(h, ctx, r, "get-queued-resource", name, h.TPU.GetQueuedResource)
-}
-
-// getStep reads one resource as a recorded, retried step; NOT FOUND is a
-// nil resource, not an error.
-func getStep[T any](h *Handler, ctx context.Context, r *Record, step, name string, get func(context.Context, string) (*T, error)) (*T, error) {
+// timedGet reads one resource within CallTimeout as a recorded step; NOT
+// FOUND is a nil resource, not an error.
+func timedGet[T any](h *Handler, ctx context.Context, r *Record, kind EffectKind, name string, get func(context.Context, string) (*T, error)) (*T, error) {
 	var v *T
-	err := h.step(ctx, r, step, name, func() (string, error) {
+	err := h.call(ctx, r, string(kind), "", func(ctx context.Context) (string, error) {
 		var err error
 		v, err = get(ctx, name)
 		return "", err
@@ -317,35 +328,23 @@ func getStep[T any](h *Handler, ctx context.Context, r *Record, step, name strin
 	return v, err
 }
 
-// step runs one TPU call with retries on transient errors, appends a Step
-// to the record and returns an *ActError on failure. A NOT FOUND is returned
-// unwrapped-classifiable (IsNotFound still works through ActError).
-func (h *Handler) step(ctx context.Context, r *Record, name, target string, f func() (op string, err error)) error {
-	return h.stepIf(ctx, r, name, target, IsTransient, f)
-}
-
-func (h *Handler) stepIf(ctx context.Context, r *Record, name, target string, transient func(error) bool, f func() (string, error)) error {
-	s := Step{Name: name, Start: h.now()}
+// call makes one TPU call within CallTimeout and appends a Step to the
+// record. It never retries: a failure is the state machine's to handle.
+func (h *Handler) call(ctx context.Context, r *Record, name, op string, f func(context.Context) (string, error)) error {
+	s := Step{Name: name, Start: h.now(), Operation: op}
 	start := time.Now()
-	err := h.Backoff.retry(ctx, transient, func() error {
-		op, err := f()
-		if op != "" {
-			s.Operation = op
-		}
-		return err
-	})
+	cctx, cancel := context.WithTimeout(ctx, h.callTimeout())
+	started, err := f(cctx)
+	cancel()
+	if started != "" {
+		s.Operation = started
+	}
 	s.Duration = time.Since(start)
 	if err != nil {
 		s.Err = err.Error()
 	}
 	r.Steps = append(r.Steps, s)
-	if err != nil {
-		// A call cut short because the caller gave up (the function's
-		// deadline, a shutdown) is not a verdict on the node: transient, so
-		// the event is not marked processed and no failure is saved.
-		return &ActError{Step: name, Node: target, Transient: transient(err) || ctx.Err() != nil, Err: err}
-	}
-	return nil
+	return err
 }
 
 // newRecord starts the record of an event.
@@ -363,51 +362,49 @@ func (h *Handler) newRecord(ev events.Event) Record {
 	}
 }
 
-// recover claims the node's recovery (new, or taken over) and runs it.
+// recover claims the node's recovery (new, or taken over) and advances it.
 func (h *Handler) recover(ctx context.Context, ev events.Event, obs Observed, hist History, d Decision, r *Record) error {
 	name := ev.Node.Name()
 	now := r.Time
 	rec, err := h.Store.Claim(ctx, ClaimRequest{
-		Node: name, Project: ev.Node.Project, Holder: h.holder(), Now: now,
+		Node: name, Project: ev.Node.Project, Zone: ev.Node.Zone, Holder: h.holder(), Now: now,
 		Action: d.Action, EventID: ev.InsertID, Cause: ev.Cause, Config: h.Config,
 	})
-	switch {
-	case errors.Is(err, ErrClaimed):
-		r.Action, r.Reason = ActionSkip, "recovery in flight: "+err.Error()
-		return nil
-	case errors.Is(err, ErrCooldown), errors.Is(err, ErrWindowCap), errors.Is(err, ErrInFlightCap):
-		// The ledger saw what History did not (a concurrent claim): look
-		// again when the guard may clear; Decide then says exactly when.
-		due := inFlightRetry(now, h.Config)
-		if _, d := guard(hist, now, h.Config); !d.IsZero() {
-			due = d
+	if err != nil {
+		nd, ok := claimRefused(d, err, ev, hist, now, h.Config)
+		if !ok {
+			return &ActError{Step: "claim", Node: name, Transient: true, Err: err}
 		}
-		r.Action, r.Reason = ActionSkip, fmt.Sprintf("guard: %s; look again at %s", err, due.UTC().Format(time.RFC3339))
-		return h.deferUntil(ctx, ev, hist, now, due, r.Reason)
-	case err != nil:
-		return &ActError{Step: "claim", Node: name, Transient: true, Err: err}
+		r.Action, r.Reason = nd.Action, nd.Reason
+		var be *BreakerOpenError
+		if errors.As(err, &be) && be.Tripped {
+			r.Err = be.Error() // one ERROR record per trip pages a person
+		}
+		nd.Claim = false
+		return h.perform(ctx, ev, obs, hist, nd, r)
 	}
-	r.Action = rec.Action
-	r.Generation = rec.Generation
-	if hist.Deferral != nil {
+	r.Action, r.Generation = rec.Action, rec.Generation
+	if rec.Action == ActionRecreate && rec.Phase == PhaseClaimed && obs.Node != nil {
+		// Say now what the recreated node will come back with (its
+		// startup script, or nothing that resumes training): the create is
+		// made by a later continuation, whose record says it again.
+		_, warnings := createSpec(CleanSpec(obs.Node), rec.Generation, h.Config)
+		r.Warnings = append(r.Warnings, warnings...)
+	}
+	if d.ClearDeferral {
 		if err := h.Store.ClearDeferral(ctx, name); err != nil {
 			r.Warnings = append(r.Warnings, "clear deferral: "+err.Error())
 		}
 	}
-	if rec.Action == ActionReset {
-		err = h.runReset(ctx, &rec, obs, r)
-	} else {
-		err = h.runRecreate(ctx, &rec, r)
-	}
-	r.Phase = rec.Phase
-	return err
+	return h.run(ctx, rec, Observation{Node: obs.Node, QueuedResource: obs.QueuedResource}, r)
 }
 
 // closeRecovery ends an unfinished recovery that is no longer needed (the
-// node recovered, or is stopped on purpose): taken over, then marked done.
+// node recovered by itself, is stopped on purpose, opted out or held):
+// taken over, then closed with why.
 func (h *Handler) closeRecovery(ctx context.Context, old Recovery, why string, r *Record) error {
 	rec, err := h.Store.Claim(ctx, ClaimRequest{
-		Node: old.Node, Project: old.Project, Holder: h.holder(), Now: r.Time,
+		Node: old.Node, Project: old.Project, Zone: zoneOf(old.Node), Holder: h.holder(), Now: r.Time,
 		Action: old.Action, EventID: old.EventID, Cause: old.Cause, Config: h.Config,
 	})
 	if errors.Is(err, ErrClaimed) {
@@ -417,23 +414,23 @@ func (h *Handler) closeRecovery(ctx context.Context, old Recovery, why string, r
 		return &ActError{Step: "claim", Node: old.Node, Transient: true, Err: err}
 	}
 	if rec.Generation != old.Generation || !rec.Unfinished() {
-		// Not a takeover: the store started a new recovery. Leave it to
-		// expire as claimed; it will be closed the same way.
 		r.Warnings = append(r.Warnings, fmt.Sprintf("closing recovery: store started gen %d instead of taking over gen %d", rec.Generation, old.Generation))
 	}
-	rec.Phase = PhaseDone
-	rec.LastError = "closed without finishing: " + why
-	err = h.update(ctx, &rec, r)
-	r.Phase, r.Generation = rec.Phase, rec.Generation
+	rec = closeRec(rec, why)
+	err = h.save(ctx, rec)
+	r.Phase, r.Generation, r.Outcome = rec.Phase, rec.Generation, OutcomeClosed
 	return err
 }
 
-// update saves the recovery's progress and renews its lease.
-func (h *Handler) update(ctx context.Context, rec *Recovery, r *Record) error {
-	now := h.now()
-	rec.UpdatedAt = now
-	rec.LeaseUntil = now.Add(h.lease())
-	if err := h.Store.Update(ctx, *rec); err != nil {
+func zoneOf(node string) string {
+	_, _, zone, _, _ := parseNodeName(node)
+	return zone
+}
+
+// save writes the recovery's new phase.
+func (h *Handler) save(ctx context.Context, rec Recovery) error {
+	rec.UpdatedAt = h.now()
+	if err := h.Store.Update(ctx, rec); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return &ActError{Step: "ledger", Node: rec.Node, Transient: false, Err: err}
 		}
@@ -442,421 +439,29 @@ func (h *Handler) update(ctx context.Context, rec *Recovery, r *Record) error {
 	return nil
 }
 
-func (h *Handler) lease() time.Duration {
-	if h.Config.Lease > 0 {
-		return h.Config.Lease
-	}
-	return DefaultConfig().Lease
-}
-
-// fail ends an attempt. A transient failure leaves the phase as it is (the
-// redelivery or the sweep, once the lease expires, continues from there); a
-// permanent one saves PhaseFailed with LastError, the spec kept, and the
-// lease renewed: the lease is the back-off before the next attempt.
-func (h *Handler) fail(ctx context.Context, rec *Recovery, r *Record, err error) error {
-	var ae *ActError
-	if errors.As(err, &ae) && ae.Transient {
-		return err
-	}
-	if errors.Is(err, ErrLeaseLost) {
-		return err
-	}
-	rec.Phase = PhaseFailed
-	rec.LastError = err.Error()
-	if rec.Attempts >= h.maxAttempts() && !isExhausted(err) {
-		// Retrying cannot fix it (a retired runtime version, a missing
-		// permission): a person must. The spec stays in the ledger and in
-		// the record, and the project's in-flight slot is freed.
-		rec.Phase = PhaseAbandoned
-		rec.LastError = fmt.Sprintf("abandoned after %d attempts; needs a person: %v", rec.Attempts, err)
-		if r.Spec == nil && rec.Spec != nil && rec.Action != ActionReset {
-			r.Spec, _ = createSpec(rec.Spec, rec.Generation, h.Config)
+// defaultLog writes diagnostics as JSON lines in Cloud Logging's shape.
+var defaultLog = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{
+	ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		switch {
+		case len(groups) > 0:
+		case a.Key == slog.LevelKey:
+			a.Key = "severity"
+			if l, ok := a.Value.Any().(slog.Level); ok && l == slog.LevelWarn {
+				a.Value = slog.StringValue("WARNING")
+			}
+		case a.Key == slog.MessageKey:
+			a.Key = "message"
+		case a.Key == slog.TimeKey:
+			a.Key = "timestamp"
 		}
-		r.Reason += fmt.Sprintf("; abandoned after %d attempts: needs a person", rec.Attempts)
-		err = fmt.Errorf("recovery gen %d abandoned after %d attempts, needs a person: %w", rec.Generation, rec.Attempts, err)
-	}
-	uerr := h.update(ctx, rec, r)
-	r.Phase = rec.Phase
-	if uerr != nil {
-		return errors.Join(err, uerr)
-	}
-	return err
-}
+		return a
+	},
+}))
 
-// notToRecreate re-runs the node decision on the node as read right after
-// the claim, before its spec is saved and it is deleted: the decision was
-// made from an earlier read. It says why the node must not be recreated, or
-// "" when it still needs it.
-func notToRecreate(node *tpu.Node, cfg Config) string {
-	switch {
-	case node == nil:
-		return "node NOT FOUND before its spec was saved: deleted by someone else; not recreated"
-	case healthy(node), onPurpose(node.State):
-		return "node is " + describe(node) + " by the time it was claimed: not recreated"
-	case node.State == stateDeleting:
-		return "node is DELETING by the time it was claimed: deleted by someone else; not recreated"
-	case cfg.LabelKey == "" || node.Labels[cfg.LabelKey] != cfg.LabelValue:
-		return fmt.Sprintf("node no longer has label %s=%s by the time it was claimed: not recreated", cfg.LabelKey, cfg.LabelValue)
-	case node.QueuedResource != "":
-		return "node is owned by queued resource " + node.QueuedResource + " by the time it was claimed: not recreated (a queued resource is reset, never its node deleted)"
-	}
-	return ""
-}
-
-// closeAsNotOurs ends the recovery without finishing it: what it would do
-// next is not ours to do (the node was created or deleted by someone else).
-func (h *Handler) closeAsNotOurs(ctx context.Context, rec *Recovery, r *Record, why string) error {
-	r.Action, r.Reason = ActionRecord, why
-	rec.Phase, rec.LastError = PhaseDone, "closed without finishing: "+why
-	return h.update(ctx, rec, r)
-}
-
-// notOurNode says why node (non-nil) must not be deleted by rec: it is not
-// the node whose spec rec saved. "" when it is, or when that is unknown
-// (NodeID 0: a legacy TPU Node, or a recovery saved before NodeID existed).
-func notOurNode(rec Recovery, node *tpu.Node) string {
-	if rec.NodeID == 0 || node.Id == 0 || node.Id == rec.NodeID {
-		return ""
-	}
-	return fmt.Sprintf("node %s is id %d, not id %d whose spec recovery gen %d saved: created by someone else; never deleted",
-		describe(node), node.Id, rec.NodeID, rec.Generation)
-}
-
-// deleteSent reports whether rec may have requested the node's delete.
-// Recoveries saved before DeleteSent existed say so by their operations.
-func deleteSent(rec Recovery) bool {
-	return rec.DeleteSent || rec.DeleteOp != "" || rec.CreateOp != ""
-}
-
-// runRecreate runs a recreate from rec.Phase to done: save the spec, delete,
-// wait, create with the saved spec, wait. Each phase is saved before the
-// step it names, so any crash is finished from the recorded phase.
-func (h *Handler) runRecreate(ctx context.Context, rec *Recovery, r *Record) error {
-	parent, _, _, nodeID, err := parseNodeName(rec.Node)
-	if err != nil {
-		return h.fail(ctx, rec, r, &ActError{Step: "parse", Node: rec.Node, Err: err})
-	}
-	// fresh: the node was read in this call since the recovery was last
-	// saved, so PhaseSaved need not read it again before deleting it.
-	fresh := false
-	for {
-		switch rec.Phase {
-		case PhaseDone:
-			return nil
-
-		case PhaseFailed:
-			// Where to resume is read from the node, not guessed.
-			node, err := h.getNode(ctx, rec.Node, r)
-			if err != nil {
-				return h.fail(ctx, rec, r, err)
-			}
-			phase, why := resumePhase(*rec, node)
-			if why != "" {
-				return h.closeAsNotOurs(ctx, rec, r, why)
-			}
-			rec.Phase, fresh = phase, true
-			if rec.Phase == PhaseDone {
-				r.Warnings = append(r.Warnings, "node of this recovery's generation already exists: recovery finished")
-				if err := h.update(ctx, rec, r); err != nil {
-					return err
-				}
-			}
-
-		case PhaseClaimed:
-			node, err := h.getNode(ctx, rec.Node, r)
-			if err != nil {
-				return h.fail(ctx, rec, r, err)
-			}
-			if why := notToRecreate(node, h.Config); why != "" {
-				return h.closeAsNotOurs(ctx, rec, r, why)
-			}
-			rec.Spec = CleanSpec(node)
-			rec.NodeID = node.Id
-			rec.Phase = PhaseSaved
-			fresh = true
-			s := Step{Name: "save-spec", Start: h.now()}
-			err = h.update(ctx, rec, r)
-			if err != nil {
-				s.Err = err.Error()
-			}
-			r.Steps = append(r.Steps, s)
-			if err != nil {
-				return err
-			}
-
-		case PhaseSaved:
-			if !fresh {
-				// Taken over (or resumed) in this phase: the node may have
-				// changed hands since the spec was saved. Read it again
-				// right before deleting it.
-				node, err := h.getNode(ctx, rec.Node, r)
-				if err != nil {
-					return h.fail(ctx, rec, r, err)
-				}
-				switch {
-				case node == nil && !deleteSent(*rec):
-					return h.closeAsNotOurs(ctx, rec, r, fmt.Sprintf(
-						"node NOT FOUND before recovery gen %d requested its delete: deleted by someone else; not recreated", rec.Generation))
-				case node != nil && notOurNode(*rec, node) != "":
-					return h.closeAsNotOurs(ctx, rec, r, notOurNode(*rec, node))
-				}
-				fresh = true
-			}
-			if !rec.DeleteSent {
-				// Saved before the request: a crash right after it must
-				// still find the node ours to recreate.
-				rec.DeleteSent = true
-				if err := h.update(ctx, rec, r); err != nil {
-					return err
-				}
-			}
-			var op string
-			err := h.step(ctx, r, "delete", rec.Node, func() (string, error) {
-				var err error
-				op, err = h.TPU.DeleteNode(ctx, rec.Node)
-				return op, err
-			})
-			var ae *ActError
-			switch {
-			case IsNotFound(err):
-				rec.Phase, rec.DeleteOp = PhaseDeleted, ""
-			case err != nil:
-				if errors.As(err, &ae) && !ae.Transient {
-					// Refused now, but an earlier try (retried in process, or
-					// by a crashed holder) may have been accepted: believe
-					// the node, not the answer.
-					if n, gerr := h.getNode(ctx, rec.Node, r); gerr == nil && n != nil && n.State != stateDeleting {
-						rec.DeleteSent = false
-					}
-				}
-				return h.fail(ctx, rec, r, err)
-			default:
-				rec.Phase, rec.DeleteOp = PhaseDeleting, op
-			}
-			if err := h.update(ctx, rec, r); err != nil {
-				return err
-			}
-
-		case PhaseDeleting:
-			var waitErr error
-			if rec.DeleteOp != "" {
-				waitErr = h.step(ctx, r, "wait-delete", rec.Node, func() (string, error) {
-					return rec.DeleteOp, h.TPU.WaitOperation(ctx, rec.DeleteOp)
-				})
-			}
-			// Deleted only when the API says so, whatever the operation said.
-			node, err := h.getNode(ctx, rec.Node, r)
-			if err != nil {
-				return h.fail(ctx, rec, r, err)
-			}
-			switch {
-			case node == nil:
-				rec.Phase = PhaseDeleted
-				if err := h.update(ctx, rec, r); err != nil {
-					return err
-				}
-			case node.State == stateDeleting:
-				return h.fail(ctx, rec, r, &ActError{Step: "wait-delete", Node: rec.Node, Transient: true,
-					Err: errors.Join(errors.New("node is still DELETING"), waitErr)})
-			case notOurNode(*rec, node) != "":
-				return h.closeAsNotOurs(ctx, rec, r, notOurNode(*rec, node))
-			case waitErr != nil && !IsNotFound(waitErr):
-				// The delete failed; the node is still there. Request it again next time.
-				rec.Phase, rec.DeleteSent, rec.DeleteOp = PhaseSaved, false, ""
-				var ae *ActError
-				if errors.As(waitErr, &ae) && ae.Transient {
-					if err := h.update(ctx, rec, r); err != nil {
-						return err
-					}
-				}
-				return h.fail(ctx, rec, r, waitErr)
-			default:
-				rec.Phase = PhaseSaved // the delete did not happen: request it again
-				fresh = true           // of the node just read, ours
-			}
-
-		case PhaseDeleted:
-			spec, warnings := createSpec(rec.Spec, rec.Generation, h.Config)
-			r.Warnings = append(r.Warnings, warnings...)
-			r.Spec = spec
-			// A request-rate 429 is retried in process like any transient
-			// error; a stockout or quota (IsTransient false) fails the
-			// attempt and waits for the lease.
-			var op string
-			err := h.stepIf(ctx, r, "create", rec.Node, IsTransient, func() (string, error) {
-				var err error
-				op, err = h.TPU.CreateNode(ctx, parent, nodeID, spec)
-				return op, err
-			})
-			if IsAlreadyExists(err) {
-				node, gerr := h.getNode(ctx, rec.Node, r)
-				if gerr != nil {
-					return h.fail(ctx, rec, r, gerr)
-				}
-				if node == nil {
-					return h.fail(ctx, rec, r, &ActError{Step: "create", Node: rec.Node, Transient: true,
-						Err: fmt.Errorf("ALREADY_EXISTS but NOT FOUND: %w", err)})
-				}
-				if node.Labels[GenerationLabel] != strconv.Itoa(rec.Generation) {
-					r.Warnings = append(r.Warnings, "node already existed when recreating it: created by someone else; left as it is")
-				}
-				rec.Phase = PhaseDone
-				return h.update(ctx, rec, r)
-			}
-			if err != nil {
-				return h.fail(ctx, rec, r, err)
-			}
-			rec.Phase, rec.CreateOp = PhaseCreating, op
-			if err := h.update(ctx, rec, r); err != nil {
-				return err
-			}
-
-		case PhaseCreating:
-			if r.Spec == nil && rec.Spec != nil {
-				r.Spec, _ = createSpec(rec.Spec, rec.Generation, h.Config)
-			}
-			if rec.CreateOp != "" {
-				transient := func(err error) bool { return IsTransient(err) && !isExhausted(err) }
-				waitErr := h.stepIf(ctx, r, "wait-create", rec.Node, transient, func() (string, error) {
-					return rec.CreateOp, h.TPU.WaitOperation(ctx, rec.CreateOp)
-				})
-				if waitErr != nil {
-					// Believe the node: if it is not there, the create failed
-					// (a stockout shows up here) and is requested again next
-					// time, from PhaseDeleted.
-					node, err := h.getNode(ctx, rec.Node, r)
-					if err != nil {
-						return h.fail(ctx, rec, r, err)
-					}
-					if node != nil && IsNotFound(waitErr) {
-						rec.Phase = PhaseDone
-						return h.update(ctx, rec, r)
-					}
-					if node == nil {
-						if IsNotFound(waitErr) {
-							rec.Phase = PhaseDeleted
-							continue
-						}
-						rec.Phase = PhaseDeleted
-						var ae *ActError
-						if errors.As(waitErr, &ae) && ae.Transient {
-							if err := h.update(ctx, rec, r); err != nil {
-								return err
-							}
-						}
-					}
-					return h.fail(ctx, rec, r, waitErr)
-				}
-			}
-			rec.Phase = PhaseDone
-			return h.update(ctx, rec, r)
-
-		default:
-			return h.fail(ctx, rec, r, &ActError{Step: "resume", Node: rec.Node, Err: fmt.Errorf("unknown phase %q", rec.Phase)})
-		}
-	}
-}
-
-// resumePhase says where a failed recreate resumes, from the node as the API
-// shows it now, or (why != "") that the recovery must be closed: what it
-// would do next is not ours to do.
-func resumePhase(rec Recovery, node *tpu.Node) (phase Phase, why string) {
-	switch {
-	case node == nil && rec.Spec == nil:
-		return PhaseClaimed, "" // PhaseClaimed closes it: nothing to recreate from
-	case node == nil && !deleteSent(rec):
-		return "", fmt.Sprintf("node NOT FOUND, and recovery gen %d never deleted it: deleted by someone else; not recreated", rec.Generation)
-	case node == nil:
-		return PhaseDeleted, ""
-	case node.Labels[GenerationLabel] == strconv.Itoa(rec.Generation):
-		if node.State == "CREATING" && rec.CreateOp != "" {
-			return PhaseCreating, ""
-		}
-		return PhaseDone, ""
-	case notOurNode(rec, node) != "":
-		return "", notOurNode(rec, node)
-	case node.State == stateDeleting && deleteSent(rec):
-		return PhaseDeleting, ""
-	case rec.Spec == nil:
-		return PhaseClaimed, ""
-	default:
-		return PhaseSaved, ""
-	}
-}
-
-// runReset resets the queued resource owning the node: claimed → saved (the
-// queued resource's name recorded) → creating (the reset operation in
-// CreateOp) → done.
-func (h *Handler) runReset(ctx context.Context, rec *Recovery, obs Observed, r *Record) error {
-	for {
-		switch rec.Phase {
-		case PhaseDone:
-			return nil
-		case PhaseClaimed, PhaseFailed:
-			if rec.QueuedResource == "" && obs.Node != nil {
-				rec.QueuedResource = obs.Node.QueuedResource
-			}
-			if rec.QueuedResource == "" {
-				rec.Phase, rec.LastError = PhaseDone, "closed without finishing: no queued resource to reset"
-				r.Action, r.Reason = ActionRecord, "node is no longer owned by a queued resource: not reset"
-				return h.update(ctx, rec, r)
-			}
-			if rec.Spec == nil && obs.Node != nil {
-				rec.Spec = CleanSpec(obs.Node)
-				rec.NodeID = obs.Node.Id
-			}
-			if rec.Phase == PhaseClaimed {
-				// One reset per incident of a queued resource: the slices
-				// of a multislice one are separate nodes, each with its
-				// own recovery, all preempted together.
-				first, err := h.Store.MarkEvent(ctx, "reset:"+rec.QueuedResource, h.now().Add(max(h.Config.Cooldown, h.lease())))
-				if err != nil {
-					return h.fail(ctx, rec, r, &ActError{Step: "ledger", Node: rec.Node, Transient: true, Err: fmt.Errorf("mark reset of %s: %w", rec.QueuedResource, err)})
-				}
-				if !first {
-					why := fmt.Sprintf("queued resource %s reset recently (another slice's recovery)", rec.QueuedResource)
-					// The mark may be this recovery's own (a takeover after a
-					// crash or a failed save): look again when it expires.
-					due := h.now().Add(max(h.Config.Cooldown, h.lease()))
-					if err := h.Store.SetDeferral(ctx, Deferral{Node: rec.Node, Project: rec.Project, Since: h.now(), Due: due, Reason: why}); err != nil {
-						return h.fail(ctx, rec, r, &ActError{Step: "ledger", Node: rec.Node, Transient: true, Err: err})
-					}
-					rec.Phase, rec.LastError = PhaseDone, "closed without finishing: "+why
-					r.Action, r.Reason = ActionSkip, why
-					return h.update(ctx, rec, r)
-				}
-			}
-			rec.Phase = PhaseSaved
-			if err := h.update(ctx, rec, r); err != nil {
-				return err
-			}
-		case PhaseSaved, PhaseDeleting, PhaseDeleted:
-			var op string
-			err := h.step(ctx, r, "reset", rec.QueuedResource, func() (string, error) {
-				var err error
-				op, err = h.TPU.ResetQueuedResource(ctx, rec.QueuedResource)
-				return op, err
-			})
-			if err != nil {
-				return h.fail(ctx, rec, r, err)
-			}
-			rec.Phase, rec.CreateOp = PhaseCreating, op
-			if err := h.update(ctx, rec, r); err != nil {
-				return err
-			}
-		case PhaseCreating:
-			if rec.CreateOp != "" {
-				err := h.step(ctx, r, "wait-reset", rec.QueuedResource, func() (string, error) {
-					return rec.CreateOp, h.TPU.WaitOperation(ctx, rec.CreateOp)
-				})
-				if err != nil && !IsNotFound(err) {
-					return h.fail(ctx, rec, r, err)
-				}
-			}
-			rec.Phase = PhaseDone
-			return h.update(ctx, rec, r)
-		default:
-			return h.fail(ctx, rec, r, &ActError{Step: "resume", Node: rec.Node, Err: fmt.Errorf("unknown phase %q", rec.Phase)})
-		}
-	}
+// sameDeferral reports whether writing d would change nothing: a skipped
+// or deferred node seen again by every delivery of a burst is written once
+// (#14), not once per delivery.
+func sameDeferral(old, d *Deferral) bool {
+	return old != nil && d != nil && old.Node == d.Node && old.Project == d.Project &&
+		old.Since.Equal(d.Since) && old.Due.Equal(d.Due) && old.Reason == d.Reason
 }

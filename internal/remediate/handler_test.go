@@ -45,6 +45,15 @@ func (c *clock) Now() time.Time {
 	return t
 }
 
+// Set moves the clock forward to t (never back).
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.now) {
+		c.now = t
+	}
+}
+
 func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,15 +96,63 @@ func newEnv(t *testing.T, f tpufake.Fleet, opts ...tpufake.Option) *env {
 		t.Fatalf("fake service: %v", err)
 	}
 	client := tpuapi.New(svc)
-	client.PollInterval = time.Millisecond
 	store := ledger.NewMemory(ledger.WithClock(clk.Now))
 	recs := &records{}
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
 	return &env{fake: fake, store: store, records: recs, clock: clk, h: &remediate.Handler{
 		TPU: client, Store: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
-		Backoff: remediate.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond, Attempts: 4},
 	}}
+}
+
+// settle runs continuations on the virtual clock until no recovery is
+// unfinished: the sweeps and redeliveries that finish what a delivery
+// started. It returns how many are still unfinished after the bound.
+func (e *env) settle(t *testing.T) int {
+	t.Helper()
+	left, err := e.h.Drain(context.Background(), e.clock.Set, 60)
+	if err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	return left
+}
+
+// handleSettled handles ev, then settles: the whole recovery, whose steps
+// run across several looks.
+func (e *env) handleSettled(t *testing.T, ev events.Event) (remediate.Record, error) {
+	t.Helper()
+	r, err := e.h.Handle(context.Background(), ev)
+	if err != nil {
+		return r, err
+	}
+	e.settle(t)
+	return lastOf(e.records.list(), r), nil
+}
+
+// lastOf is the last record about r's node: where the recovery r started
+// ended. Warnings and steps of every record since r are gathered in it.
+func lastOf(all []remediate.Record, r remediate.Record) remediate.Record {
+	out, seen := r, false
+	var warnings []string
+	var steps []remediate.Step
+	for _, x := range all {
+		if x.Node != r.Node {
+			continue
+		}
+		if x.Time.Equal(r.Time) && x.InsertID == r.InsertID {
+			seen = true
+		}
+		if seen {
+			warnings = append(warnings, x.Warnings...)
+			steps = append(steps, x.Steps...)
+			if x.Spec == nil {
+				x.Spec = out.Spec
+			}
+			out = x
+		}
+	}
+	out.Warnings, out.Steps = warnings, steps
+	return out
 }
 
 // fullNode is a node with every field a person can set, set.
@@ -182,11 +239,11 @@ func wantCounts(t *testing.T, f *tpufake.Server, want map[string]int) {
 
 func TestTerminatedNodeIsRecreatedWithTheSameSpec(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
-	rec, err := e.h.Handle(context.Background(), terminate("e1"))
+	rec, err := e.handleSettled(t, terminate("e1"))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseDone || rec.Err != "" {
+	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseRecovered || rec.Err != "" {
 		t.Fatalf("Handle = %s phase %s err %q (%s), want recreate done", rec.Action, rec.Phase, rec.Err, rec.Reason)
 	}
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 1})
@@ -214,11 +271,15 @@ func TestTerminatedNodeIsRecreatedWithTheSameSpec(t *testing.T) {
 	for _, s := range rec.Steps {
 		steps = append(steps, s.Name)
 	}
-	if diff := cmp.Diff([]string{"get", "get", "save-spec", "delete", "wait-delete", "get", "create", "wait-create"}, steps); diff != "" {
+	// The event's delivery reads, saves the spec with the delete's phase and
+	// deletes; each later look (a continuation) reads the node, looks at
+	// the operation once and takes the next step.
+	want1 := []string{"get", "get", "delete", "get", "poll-operation", "get", "create", "get", "poll-operation", "get"}
+	if diff := cmp.Diff(want1, steps); diff != "" {
 		t.Errorf("steps mismatch (-want +got):\n%s", diff)
 	}
-	if len(e.records.list()) != 1 {
-		t.Errorf("records = %d, want exactly one", len(e.records.list()))
+	if len(e.records.list()) != 3 {
+		t.Errorf("records = %d, want 3 (the delivery and two continuations)", len(e.records.list()))
 	}
 }
 
@@ -253,7 +314,7 @@ func TestStartupScript(t *testing.T) {
 			if tt.resume {
 				e.h.Config.ResumeScript, e.h.Config.ResumeKeys = startup.Script, []string{startup.MetadataTrainCmd}
 			}
-			rec, err := e.h.Handle(context.Background(), terminate("e1"))
+			rec, err := e.handleSettled(t, terminate("e1"))
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
@@ -296,7 +357,7 @@ func TestHandleDoesNotMutate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{tt.node}})
 			e.h.Config.DryRun = tt.dryRun
-			rec, err := e.h.Handle(context.Background(), tt.ev)
+			rec, err := e.handleSettled(t, tt.ev)
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
@@ -313,60 +374,73 @@ func TestHandleDoesNotMutate(t *testing.T) {
 
 func TestRepeatedEventAndSecondTerminateDoNotRecreateAgain(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
-	ctx := context.Background()
-	if _, err := e.h.Handle(ctx, terminate("e1")); err != nil {
+	if _, err := e.handleSettled(t, terminate("e1")); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
 	e.clock.Advance(time.Minute)
-	rec, err := e.h.Handle(ctx, terminate("e1"))
+	rec, err := e.handleSettled(t, terminate("e1"))
 	if err != nil || rec.Action != remediate.ActionSkip || !strings.Contains(rec.Reason, "already handled") {
 		t.Errorf("repeat Handle = %s %q, %v; want skip already handled", rec.Action, rec.Reason, err)
 	}
-	rec, err = e.h.Handle(ctx, terminate("e2"))
+	rec, err = e.handleSettled(t, terminate("e2"))
 	if err != nil || rec.Action != remediate.ActionRecord {
 		t.Errorf("second terminate Handle = %s %q, %v; want record", rec.Action, rec.Reason, err)
 	}
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 1})
 }
 
+// look moves the clock to the next look and continues due recoveries once.
+func (e *env) look(t *testing.T) {
+	t.Helper()
+	e.clock.Advance(remediate.LookAgain)
+	if _, err := e.h.Continue(context.Background()); err != nil {
+		t.Fatalf("Continue: %v", err)
+	}
+}
+
 func TestTransientAndPermanentFailures(t *testing.T) {
-	t.Run("transient 503 on delete is retried in-process", func(t *testing.T) {
+	t.Run("transient 503 on delete is retried at a later look", func(t *testing.T) {
 		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 		e.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Code: 503, Times: 2})
-		rec, err := e.h.Handle(context.Background(), terminate("e1"))
-		if err != nil || rec.Phase != remediate.PhaseDone {
-			t.Fatalf("Handle = %s phase %s, %v; want done", rec.Action, rec.Phase, err)
+		rec, err := e.handleSettled(t, terminate("e1"))
+		if err != nil || rec.Phase != remediate.PhaseRecovered {
+			t.Fatalf("Handle = %s phase %s, %v; want recovered", rec.Action, rec.Phase, err)
 		}
 		wantCounts(t, e.fake, map[string]int{"nodes.delete": 3, "nodes.create": 1})
 	})
-	t.Run("lasting 503 returns the error and leaves the event unmarked", func(t *testing.T) {
+	t.Run("503 on the first read returns the error and leaves the event unmarked", func(t *testing.T) {
 		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
-		e.fake.Fail(tpufake.FailRule{RPC: "nodes.get", Code: 503, Times: 4})
+		e.fake.Fail(tpufake.FailRule{RPC: "nodes.get", Code: 503, Times: 1})
 		rec, err := e.h.Handle(context.Background(), terminate("e1"))
 		var ae *remediate.ActError
 		if err == nil || !errors.As(err, &ae) || !ae.Transient || rec.Err == "" {
 			t.Fatalf("Handle = %v (record err %q), want a transient ActError", err, rec.Err)
 		}
 		// The redelivery is handled, not skipped as already handled.
-		rec, err = e.h.Handle(context.Background(), terminate("e1"))
-		if err != nil || rec.Action != remediate.ActionRecreate {
-			t.Fatalf("redelivered Handle = %s %q, %v; want recreate", rec.Action, rec.Reason, err)
+		rec, err = e.handleSettled(t, terminate("e1"))
+		if err != nil || rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseRecovered {
+			t.Fatalf("redelivered Handle = %s %s %q, %v; want recreate, recovered", rec.Action, rec.Phase, rec.Reason, err)
 		}
 	})
-	t.Run("permanent 403 on delete is recorded and acknowledged", func(t *testing.T) {
+	t.Run("permanent 403 on delete is saved, acknowledged, and abandoned after MaxAttempts", func(t *testing.T) {
 		e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 		e.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Code: 403})
 		rec, err := e.h.Handle(context.Background(), terminate("e1"))
 		if err != nil {
 			t.Fatalf("Handle = %v, want nil for a permanent failure", err)
 		}
-		if !strings.Contains(rec.Err, "403") || rec.Phase != remediate.PhaseFailed {
-			t.Errorf("record = phase %s err %q, want failed with the 403", rec.Phase, rec.Err)
+		if rec.Outcome != remediate.OutcomeFailed || len(rec.Warnings) == 0 || !strings.Contains(rec.Warnings[len(rec.Warnings)-1], "403") {
+			t.Errorf("record = outcome %s warnings %q, want failed with the 403", rec.Outcome, rec.Warnings)
 		}
-		wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 0})
 		u, _ := e.store.Unfinished(context.Background())
-		if len(u) != 1 || u[0].Phase != remediate.PhaseFailed || u[0].Spec == nil {
-			t.Errorf("unfinished = %+v, want one failed recovery with its spec", u)
+		if len(u) != 1 || u[0].Phase != remediate.PhaseSaved || u[0].Spec == nil {
+			t.Fatalf("unfinished = %+v, want one recovery back in saved with its spec", u)
+		}
+		e.settle(t)
+		wantCounts(t, e.fake, map[string]int{"nodes.delete": remediate.DefaultMaxAttempts, "nodes.create": 0})
+		last := e.records.list()[len(e.records.list())-1]
+		if last.Outcome != remediate.OutcomeAbandoned || last.Spec == nil || !strings.Contains(last.Err, "403") {
+			t.Errorf("last record = outcome %s spec %v err %q, want abandoned with the spec and the 403", last.Outcome, last.Spec != nil, last.Err)
 		}
 	})
 }
@@ -375,16 +449,18 @@ func TestStockoutFailsThenSweepFinishesWithTheSameSpec(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 	ctx := context.Background()
 	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Status: "RESOURCE_EXHAUSTED", Times: 1})
-	rec, err := e.h.Handle(ctx, terminate("e1"))
-	if err != nil {
-		t.Fatalf("Handle = %v, want nil: a stockout is not retried by redelivery", err)
+	if _, err := e.h.Handle(ctx, terminate("e1")); err != nil {
+		t.Fatalf("Handle = %v", err)
 	}
-	if rec.Phase != remediate.PhaseFailed || rec.Err == "" {
-		t.Fatalf("record phase %s err %q, want failed", rec.Phase, rec.Err)
-	}
+	e.look(t) // the delete's operation: done; create
+	e.look(t) // the create's operation: RESOURCE_EXHAUSTED
 	u, _ := e.store.Unfinished(ctx)
-	if len(u) != 1 || u[0].Spec == nil || u[0].Phase != remediate.PhaseFailed {
-		t.Fatalf("unfinished = %+v, want the failed recovery with its spec", u)
+	if len(u) != 1 || u[0].Spec == nil || u[0].Phase != remediate.PhaseDeleted || u[0].Failures != 0 {
+		t.Fatalf("unfinished = %+v, want the recovery back in deleted with its spec, the stockout not counted", u)
+	}
+	last := e.records.list()[len(e.records.list())-1]
+	if last.Outcome != remediate.OutcomeFailed {
+		t.Errorf("record of the stockout: outcome %q, want failed", last.Outcome)
 	}
 	if n := nodeOf(t, e.fake, nodeName); n != nil {
 		t.Fatalf("node exists after a failed create: %+v", n)
@@ -400,9 +476,7 @@ func TestStockoutFailsThenSweepFinishesWithTheSameSpec(t *testing.T) {
 	if err != nil || !res.Complete {
 		t.Fatalf("Sweep = %+v, %v", res, err)
 	}
-	if len(res.Records) != 1 || res.Records[0].Phase != remediate.PhaseDone {
-		t.Fatalf("sweep records = %+v, want one finished recovery", res.Records)
-	}
+	e.settle(t)
 	want := userSpec(t, fullNode("TERMINATED"))
 	want.Metadata["startup-script"] = script
 	if diff := cmp.Diff(want, userSpec(t, nodeOf(t, e.fake, nodeName))); diff != "" {
@@ -428,25 +502,19 @@ func (s *crashingStore) Update(ctx context.Context, rec remediate.Recovery) erro
 }
 
 func TestCrashBetweenPhasesIsFinishedWithTheSavedSpec(t *testing.T) {
-	for _, phase := range []remediate.Phase{remediate.PhaseSaved, remediate.PhaseDeleting, remediate.PhaseDeleted, remediate.PhaseCreating, remediate.PhaseDone} {
+	for _, phase := range []remediate.Phase{remediate.PhaseDeleting, remediate.PhaseCreating, remediate.PhaseCreated} {
 		t.Run("crash saving "+string(phase), func(t *testing.T) {
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 			ctx := context.Background()
 			crash := &crashingStore{Store: e.store, phase: phase}
 			e.h.Store = crash
-			if _, err := e.h.Handle(ctx, terminate("e1")); err == nil {
-				t.Fatal("Handle after a crash = nil, want a transient error")
-			}
+			_, _ = e.h.Handle(ctx, terminate("e1"))
+			e.settle(t) // the lease of the crashed holder expires; the next look takes over
 			if !crash.crashed {
 				t.Fatal("the store never crashed")
 			}
-			e.clock.Advance(16 * time.Minute) // the lease expires
-			res, err := e.h.Sweep(ctx, remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}})
-			if err != nil {
-				t.Fatalf("Sweep: %v", err)
-			}
 			if u, _ := e.store.Unfinished(ctx); len(u) != 0 {
-				t.Fatalf("unfinished after the sweep = %+v (records %+v)", u, res.Records)
+				t.Fatalf("unfinished after settling = %+v", u)
 			}
 			got := nodeOf(t, e.fake, nodeName)
 			want := userSpec(t, fullNode("TERMINATED"))
@@ -454,15 +522,11 @@ func TestCrashBetweenPhasesIsFinishedWithTheSavedSpec(t *testing.T) {
 			if diff := cmp.Diff(want, userSpec(t, got)); diff != "" {
 				t.Errorf("spec mismatch (-want +got):\n%s", diff)
 			}
-			// A create whose operation name was lost by the crash is not
-			// waited for: the node finishes creating by itself.
-			if got.Labels[remediate.GenerationLabel] != "1" || (got.State != "READY" && !(phase == remediate.PhaseCreating && got.State == "CREATING")) {
+			if got.Labels[remediate.GenerationLabel] != "1" || got.State != "READY" {
 				t.Errorf("node = %s gen %q, want READY generation 1", got.State, got.Labels[remediate.GenerationLabel])
 			}
-			// Exactly one node was created; a second create may be tried
-			// and must have met ALREADY_EXISTS.
-			if c := e.fake.Count("nodes.create", ""); c < 1 || c > 2 {
-				t.Errorf("creates = %d, want 1 or 2", c)
+			if c := e.fake.Succeeded("nodes.create"); c != 1 {
+				t.Errorf("successful creates = %d, want 1", c)
 			}
 		})
 	}
@@ -480,8 +544,8 @@ func TestQueuedResourceOwnedNodeIsResetNotDeleted(t *testing.T) {
 		}}},
 	}
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{n}, QueuedResources: []*tpu.QueuedResource{q}})
-	rec, err := e.h.Handle(context.Background(), terminate("e1"))
-	if err != nil || rec.Action != remediate.ActionReset || rec.Phase != remediate.PhaseDone {
+	rec, err := e.handleSettled(t, terminate("e1"))
+	if err != nil || rec.Action != remediate.ActionReset || rec.Phase != remediate.PhaseRecovered {
 		t.Fatalf("Handle = %s phase %s %q, %v; want reset done", rec.Action, rec.Phase, rec.Reason, err)
 	}
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0, "queuedResources.reset": 1})
@@ -494,14 +558,14 @@ func TestUserTerminationIsNeverUndoneBySweeps(t *testing.T) {
 
 	userStop := terminate("user-1")
 	userStop.Cause = events.CauseUser
-	rec, err := e.h.Handle(ctx, userStop)
+	rec, err := e.handleSettled(t, userStop)
 	if err != nil || rec.Action != remediate.ActionSkip {
 		t.Fatalf("Handle(user terminate) = %s, %v; want skip, nil", rec.Action, err)
 	}
 	if _, err := e.h.Sweep(ctx, sweep); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
-	if _, err := e.h.Handle(ctx, terminate("maintenance-after-user")); err != nil {
+	if _, err := e.handleSettled(t, terminate("maintenance-after-user")); err != nil {
 		t.Fatalf("Handle(maintenance terminate): %v", err)
 	}
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0})
@@ -517,7 +581,7 @@ func TestUserTerminationIsNeverUndoneBySweeps(t *testing.T) {
 	n.State, n.Health = "TERMINATED", "UNHEALTHY_MAINTENANCE"
 	e.fake.SetNode(n)
 	e.clock.Advance(time.Minute)
-	rec, err = e.h.Handle(ctx, terminate("maintenance-later"))
+	rec, err = e.handleSettled(t, terminate("maintenance-later"))
 	if err != nil || rec.Action != remediate.ActionRecreate {
 		t.Fatalf("Handle(maintenance terminate after the hold ended) = %s (%s), %v; want recreate", rec.Action, rec.Reason, err)
 	}
@@ -528,11 +592,11 @@ func TestCreateRateLimitIsRetriedInProcess(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 	e.fake.Fail(tpufake.FailRule{RPC: "nodes.create", Code: 429, Status: "RESOURCE_EXHAUSTED",
 		Message: "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute'", Times: 1})
-	r, err := e.h.Handle(context.Background(), terminate("ev-rate"))
+	r, err := e.handleSettled(t, terminate("ev-rate"))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	if r.Phase != remediate.PhaseDone || r.Err != "" {
+	if r.Phase != remediate.PhaseRecovered || r.Err != "" {
 		t.Errorf("record phase %s err %q; want done: a request-rate limit is retried at once, not after a lease", r.Phase, r.Err)
 	}
 	if got := e.fake.Count("nodes.create", ""); got != 2 {

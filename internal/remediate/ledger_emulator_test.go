@@ -10,9 +10,11 @@ package remediate_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,7 +87,6 @@ func TestRacingDeliveriesRecreateOnce(t *testing.T) {
 		t.Fatalf("fake service: %v", err)
 	}
 	tpuClient := tpuapi.New(svc)
-	tpuClient.PollInterval = time.Millisecond
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
 
@@ -112,7 +113,6 @@ func TestRacingDeliveriesRecreateOnce(t *testing.T) {
 				Config:   cfg,
 				Now:      clk.Now,
 				Holder:   fmt.Sprintf("instance-%d", i),
-				Backoff:  remediate.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond, Attempts: 4},
 			}
 			insertID := fmt.Sprintf("%s-ev", id)
 			if !sameEvent {
@@ -133,6 +133,12 @@ func TestRacingDeliveriesRecreateOnce(t *testing.T) {
 		}
 		close(startLine)
 		wg.Wait()
+		// The later looks (a sweep's continuations) finish the recovery.
+		finisher := &remediate.Handler{TPU: tpuClient, Store: ledger.NewFirestore(clients[0], ledger.WithPrefix(prefix), ledger.WithClock(clk.Now)),
+			Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "finisher"}
+		if _, err := finisher.Drain(context.Background(), clk.Set, 20); err != nil {
+			t.Fatalf("Drain: %v", err)
+		}
 
 		deletes, creates := fake.Count("nodes.delete", name), fake.Count("nodes.create", name)
 		if deletes != 1 || creates != 1 {
@@ -193,66 +199,61 @@ func TestCrashAfterAnyPhaseIsFinishedWithTheSameSpec(t *testing.T) {
 		after      string
 		phase      remediate.Phase
 		afterWrite bool
-		// A step whose result the crash lost is requested again: a second
-		// delete meets a node already gone, a second create ALREADY_EXISTS.
-		maxDeletes, maxCreates int
 	}{
-		{"claim, before the spec was saved", remediate.PhaseSaved, false, 1, 1},
-		{"spec saved", remediate.PhaseSaved, true, 1, 1},
-		{"delete requested, not yet recorded", remediate.PhaseDeleting, false, 2, 1},
-		{"delete requested", remediate.PhaseDeleting, true, 1, 1},
-		{"delete done", remediate.PhaseDeleted, true, 1, 1},
-		{"create requested, not yet recorded", remediate.PhaseCreating, false, 1, 2},
-		{"create requested", remediate.PhaseCreating, true, 1, 1},
+		{"delete requested, its phase not written", remediate.PhaseDeleting, false},
+		{"delete's phase written, delete not sent", remediate.PhaseDeleting, true},
+		{"create's phase not written", remediate.PhaseCreating, false},
+		{"create's phase written, create not sent", remediate.PhaseCreating, true},
+		{"create succeeded", remediate.PhaseCreated, true},
 	}
 	for _, c := range crashes {
-		for _, finisher := range []string{"redelivery", "sweep"} {
-			t.Run(fmt.Sprintf("crash after %s finished by %s", c.after, finisher), func(t *testing.T) {
-				e, store := fsEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
-				ctx := context.Background()
-				e.h.Store = &crashOnSave{Store: store, phase: c.phase, afterWrite: c.afterWrite}
-				if _, err := e.h.Handle(ctx, terminate("e1")); err == nil {
-					t.Fatal("Handle that crashed = nil error; want a transient error")
-				}
-				e.h.Store = store
+		t.Run("crash: "+c.after, func(t *testing.T) {
+			e, store := fsEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+			ctx := context.Background()
+			crash := &crashOnSave{Store: store, phase: c.phase, afterWrite: c.afterWrite}
+			e.h.Store = crash
+			_, _ = e.h.Handle(ctx, terminate("e1"))
+			if _, err := e.h.Drain(ctx, e.clock.Set, 60); err != nil {
+				t.Fatalf("Drain: %v", err)
+			}
+			if !crash.crashed.Load() {
+				t.Fatal("never crashed")
+			}
+			if u, err := store.Unfinished(ctx); err != nil || len(u) != 0 {
+				t.Fatalf("unfinished recoveries = %+v, %v; want none", u, err)
+			}
+			got := nodeOf(t, e.fake, nodeName)
+			want := userSpec(t, fullNode("TERMINATED"))
+			want.Metadata["startup-script"] = script
+			if diff := cmp.Diff(want, userSpec(t, got)); diff != "" {
+				t.Errorf("recreated spec (-want +got):\n%s", diff)
+			}
+			if got.Labels[remediate.GenerationLabel] != "1" || e.fake.Succeeded("nodes.create") != 1 {
+				t.Errorf("generation %q, successful creates %d; want 1 and 1", got.Labels[remediate.GenerationLabel], e.fake.Succeeded("nodes.create"))
+			}
+		})
+	}
+}
 
-				// While the lease is live, a redelivery must not touch the node.
-				deletes, creates := e.fake.Count("nodes.delete", nodeName), e.fake.Count("nodes.create", nodeName)
-				if rec, err := e.h.Handle(ctx, terminate("e2")); err != nil || rec.Action == remediate.ActionRecreate {
-					t.Errorf("Handle during the live lease = %s %q, %v; want no recreate", rec.Action, rec.Reason, err)
-				}
-				if d, c := e.fake.Count("nodes.delete", nodeName), e.fake.Count("nodes.create", nodeName); d != deletes || c != creates {
-					t.Errorf("TPU calls during the live lease: deletes %d→%d creates %d→%d; want none", deletes, d, creates, c)
-				}
-
-				e.clock.Advance(remediate.DefaultConfig().Lease + time.Second)
-				switch finisher {
-				case "redelivery":
-					if _, err := e.h.Handle(ctx, terminate("e3")); err != nil {
-						t.Fatalf("redelivery after the lease expired: %v", err)
-					}
-				case "sweep":
-					if _, err := e.h.Sweep(ctx, remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}}); err != nil {
-						t.Fatalf("Sweep after the lease expired: %v", err)
-					}
-				}
-				if u, err := store.Unfinished(ctx); err != nil || len(u) != 0 {
-					t.Fatalf("unfinished recoveries after the %s = %+v, %v; want none", finisher, u, err)
-				}
-				got := nodeOf(t, e.fake, nodeName)
-				want := userSpec(t, fullNode("TERMINATED"))
-				want.Metadata["startup-script"] = script
-				if diff := cmp.Diff(want, userSpec(t, got)); diff != "" {
-					t.Errorf("recreated spec (-want +got):\n%s", diff)
-				}
-				if got.Labels[remediate.GenerationLabel] != "1" {
-					t.Errorf("generation label = %q; want 1 (one recreate)", got.Labels[remediate.GenerationLabel])
-				}
-				if d := e.fake.Count("nodes.delete", nodeName); d < 1 || d > c.maxDeletes {
-					t.Errorf("delete requests = %d; want 1..%d", d, c.maxDeletes)
-				}
-				if cr := e.fake.Count("nodes.create", nodeName); cr < 1 || cr > c.maxCreates {
-					t.Errorf("create requests = %d; want 1..%d", cr, c.maxCreates)
+// TestFaultMatrixOnFirestore runs a subset of the fault matrix with the
+// Firestore ledger.
+func TestFaultMatrixOnFirestore(t *testing.T) {
+	client := fsClient(t)
+	newStore := func(clk func() time.Time) remediate.Store {
+		return ledger.NewFirestore(client, ledger.WithPrefix(fsPrefix("matrix_")), ledger.WithClock(clk))
+	}
+	for _, c := range matrixCalls {
+		for _, fl := range []matrixFault{codeFault(503), {name: "lost", rule: func(c matrixCall) tpufake.FailRule {
+			return tpufake.FailRule{RPC: c.rpc, Of: c.of, Lost: true, Times: 1}
+		}}} {
+			crash := remediate.PhaseDeleting
+			if c.reset {
+				crash = remediate.PhaseResetting
+			}
+			t.Run(c.name+"/"+fl.name, func(t *testing.T) {
+				res := runCellWith(t, c.reset, []tpufake.FailRule{fl.rule(c)}, crash, newStore)
+				for _, p := range res.problems {
+					t.Error(p)
 				}
 			})
 		}
@@ -302,13 +303,83 @@ func TestDeferralIsActedOnAfterTheGraceNotBefore(t *testing.T) {
 	}
 	e.clock.Advance(2 * time.Minute)
 	res, err := e.h.Sweep(ctx, opts)
-	if err != nil || len(res.Records) != 1 || res.Records[0].Action != remediate.ActionRecreate || res.Records[0].Phase != remediate.PhaseDone {
-		t.Fatalf("Sweep after the grace = %+v, %v; want one finished recreate", res.Records, err)
+	if err != nil || len(res.Records) != 1 || res.Records[0].Action != remediate.ActionRecreate {
+		t.Fatalf("Sweep after the grace = %+v, %v; want one recreate", res.Records, err)
+	}
+	if _, err := e.h.Drain(ctx, e.clock.Set, 20); err != nil {
+		t.Fatal(err)
 	}
 	if d, c := e.fake.Count("nodes.delete", nodeName), e.fake.Count("nodes.create", nodeName); d != 1 || c != 1 {
 		t.Errorf("deletes %d creates %d; want 1 and 1", d, c)
 	}
 	if due, _ := store.DueDeferrals(ctx, e.clock.Now().Add(time.Hour)); len(due) != 0 {
 		t.Errorf("deferrals after the recreate = %+v; want none", due)
+	}
+}
+
+// TestFirestoreRecoveriesInTodaysShapeAreFinished writes recovery documents
+// exactly as the ledger wrote them before Advance (no nextLookAt, no
+// failures; phases saved, deleting, creating, failed) and checks a sweep's
+// continuations finish each one with the saved spec.
+func TestFirestoreRecoveriesInTodaysShapeAreFinished(t *testing.T) {
+	specJSON, err := json.Marshal(remediate.CleanSpec(fullNode("TERMINATED")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []struct {
+		name   string
+		node   bool // the node still exists (TERMINATED)
+		fields map[string]any
+	}{
+		{"saved, delete not sent, node there", true, map[string]any{"phase": "saved", "deleteSent": false}},
+		{"deleting, the operation of a gone process, node gone", false, map[string]any{"phase": "deleting", "deleteSent": true, "deleteOp": "projects/acme-ml/locations/us-central2-b/operations/operation-999"}},
+		{"creating, its operation unknown, node gone", false, map[string]any{"phase": "creating", "deleteSent": true, "createOp": "projects/acme-ml/locations/us-central2-b/operations/operation-998"}},
+		{"failed after our delete, node gone", false, map[string]any{"phase": "failed", "deleteSent": true, "lastError": "create: stockout"}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			f := tpufake.Fleet{}
+			if row.node {
+				f.Nodes = []*tpu.Node{fullNode("TERMINATED")}
+			}
+			e := newEnv(t, f)
+			prefix := fsPrefix("oldshape_")
+			client := fsClient(t)
+			store := ledger.NewFirestore(client, ledger.WithPrefix(prefix), ledger.WithClock(e.clock.Now))
+			e.h.Store = store
+			ctx := context.Background()
+			old := start.Add(-2 * time.Hour)
+			doc := map[string]any{
+				"node": nodeName, "project": project, "action": "recreate", "spec": string(specJSON),
+				"nodeId": int64(4721934471238), "queuedResource": "", "generation": 1, "holder": "gone-process",
+				"leaseUntil": old.Add(15 * time.Minute), "leaseMillis": int64(15 * time.Minute / time.Millisecond),
+				"deleteOp": "", "createOp": "", "attempts": 1, "eventId": "e0", "cause": "maintenance",
+				"startedAt": old, "updatedAt": old, "lastError": "", "unfinished": true, "counted": true,
+				"recreates": []time.Time{old},
+			}
+			for k, v := range row.fields {
+				doc[k] = v
+			}
+			id := strings.ReplaceAll(nodeName, "/", "~")
+			if _, err := client.Collection(prefix+ledger.CollectionRecoveries).Doc(id).Set(ctx, doc); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.Collection(prefix+ledger.CollectionProjects).Doc(project).Set(ctx, map[string]any{"project": project, "inFlight": []string{nodeName}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.h.Drain(ctx, e.clock.Set, 40); err != nil {
+				t.Fatalf("Drain: %v", err)
+			}
+			h, err := store.History(ctx, nodeName, project, "", e.clock.Now(), 24*time.Hour)
+			if err != nil || h.Recovery == nil || h.Recovery.Phase != remediate.PhaseRecovered {
+				t.Fatalf("recovery = %+v, %v; want recovered", h.Recovery, err)
+			}
+			got := nodeOf(t, e.fake, nodeName)
+			want := userSpec(t, fullNode("TERMINATED"))
+			want.Metadata["startup-script"] = script
+			if diff := cmp.Diff(want, userSpec(t, got)); diff != "" {
+				t.Errorf("recreated spec (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

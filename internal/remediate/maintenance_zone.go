@@ -71,7 +71,7 @@ func (h *Handler) HandleZoneHint(ctx context.Context, ev events.Event) (SweepRes
 	for looked < DefaultZoneHintNodes {
 		var nodes []*tpu.Node
 		var next string
-		lerr = h.step(ctx, &r, "list", parent, func() (string, error) {
+		lerr = h.call(ctx, &r, "list", "", func(ctx context.Context) (string, error) {
 			var err error
 			nodes, next, err = h.TPU.ListNodes(ctx, parent, token)
 			return "", err

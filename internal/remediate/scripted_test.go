@@ -186,7 +186,7 @@ func (f *scriptedTPU) CreateNode(ctx context.Context, parent, id string, n *tpu.
 	return "op-create", nil
 }
 
-func (f *scriptedTPU) WaitOperation(ctx context.Context, op string) error { return nil }
+func (f *scriptedTPU) GetOperation(ctx context.Context, op string) (bool, error) { return true, nil }
 
 func (f *scriptedTPU) GetQueuedResource(ctx context.Context, name string) (*tpu.QueuedResource, error) {
 	f.mu.Lock()
@@ -239,8 +239,7 @@ func newScripted(t *testing.T) *sEnv {
 	recs := &records{}
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
-	e := &sEnv{f: f, store: st, clock: clk, recs: recs, h: &remediate.Handler{TPU: f, Store: st, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "h",
-		Backoff: remediate.Backoff{Initial: time.Millisecond, Max: time.Millisecond, Attempts: 2}}}
+	e := &sEnv{f: f, store: st, clock: clk, recs: recs, h: &remediate.Handler{TPU: f, Store: st, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "h"}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			e.dump(t)
@@ -256,6 +255,22 @@ func (e *sEnv) handle(t *testing.T, ev events.Event) remediate.Record {
 		t.Logf("Handle(%s): %v", ev.InsertID, err)
 	}
 	return r
+}
+
+// handleSettled handles ev, then runs continuations until the recovery it
+// started waits for nothing.
+func (e *sEnv) handleSettled(t *testing.T, ev events.Event) remediate.Record {
+	t.Helper()
+	r := e.handle(t, ev)
+	e.settle(t)
+	return lastOf(e.recs.list(), r)
+}
+
+func (e *sEnv) settle(t *testing.T) {
+	t.Helper()
+	if _, err := e.h.Drain(context.Background(), e.clock.Set, 60); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
 }
 
 func (e *sEnv) sweep(t *testing.T, zones ...string) remediate.SweepResult {

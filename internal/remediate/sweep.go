@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	tpu "google.golang.org/api/tpu/v2"
@@ -47,49 +48,58 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 	var res SweepResult
 	start := h.now()
 	// over: the budget is spent, or the caller gave up (the function's
-	// deadline): stop between two nodes, cursor saved where possible.
+	// deadline): stop between two pages, cursor saved where possible.
 	over := func() bool { return ctx.Err() != nil || (opts.Budget > 0 && h.now().Sub(start) >= opts.Budget) }
+	var mu sync.Mutex
 	seen := map[string]bool{}
+	claim := func(name string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[name] {
+			return false
+		}
+		seen[name] = true
+		return true
+	}
 	add := func(r Record, recorded bool) {
 		if recorded {
+			mu.Lock()
 			res.Records = append(res.Records, r)
+			mu.Unlock()
 		}
 	}
 
-	// (1) Unfinished recoveries and due deferrals.
-	unfinished, err := h.Store.Unfinished(ctx)
-	if err != nil {
-		return res, fmt.Errorf("sweep: list unfinished recoveries: %w", err)
+	// (1) Unfinished recoveries whose next look is due (Continue), then due
+	// deferrals, each set at most Workers at once.
+	if _, err := h.continueDue(ctx, claim, add); err != nil {
+		return res, fmt.Errorf("sweep: %w", err)
 	}
-	for _, rec := range unfinished {
-		if seen[rec.Node] || h.now().Before(rec.LeaseUntil) {
-			continue
-		}
-		if over() {
-			return res, nil
-		}
-		seen[rec.Node] = true
-		add(h.sweepNode(ctx, rec.Node, nil, rec.Cause, false))
+	if over() {
+		return res, nil
 	}
 	due, err := h.Store.DueDeferrals(ctx, h.now())
 	if err != nil {
 		return res, fmt.Errorf("sweep: list due deferrals: %w", err)
 	}
+	var dueDefs []Deferral
 	for _, d := range due {
-		if seen[d.Node] {
-			continue
+		if claim(d.Node) {
+			dueDefs = append(dueDefs, d)
 		}
-		if over() {
-			return res, nil
-		}
-		seen[d.Node] = true
-		add(h.sweepNode(ctx, d.Node, nil, "", false))
 	}
+	h.parallel(ctx, len(dueDefs), func(i int) { add(h.sweepNode(ctx, dueDefs[i].Node, nil, "", false)) })
 
-	// (2) Every opted-in node, from the cursor.
+	// (2) Every opted-in node, from the cursor, a page at a time.
+	return res, h.sweepListed(ctx, opts, over, claim, add, &res)
+}
+
+// sweepListed lists the nodes of opts' projects × zones from the saved
+// cursor and decides about every opted-in node of a page, at most Workers
+// at once; res.Complete tells whether it got to the end.
+func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func() bool, claim func(string) bool, add func(Record, bool), res *SweepResult) error {
 	cursor, err := h.Store.SweepCursor(ctx)
 	if err != nil {
-		return res, fmt.Errorf("sweep: read cursor: %w", err)
+		return fmt.Errorf("sweep: read cursor: %w", err)
 	}
 	cp, cz, token := parseCursor(cursor, opts)
 	for pi := cp; pi < len(opts.Projects); pi++ {
@@ -101,24 +111,24 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 			parent := fmt.Sprintf("projects/%s/locations/%s", project, zone)
 			for {
 				if over() {
-					return res, h.saveCursor(ctx, project+"/"+zone+"/"+token)
+					return h.saveCursor(ctx, project+"/"+zone+"/"+token)
 				}
 				var nodes []*tpu.Node
 				var next string
 				r := Record{}
-				err := h.step(ctx, &r, "list", parent, func() (string, error) {
+				err := h.call(ctx, &r, "list", "", func(ctx context.Context) (string, error) {
 					var err error
 					nodes, next, err = h.TPU.ListNodes(ctx, parent, token)
 					return "", err
 				})
 				if err != nil {
-					if !IsTransient(err) {
+					if k := KindOf(err); k != KindTransient && k != KindExhausted {
 						// NOT FOUND (no such location in the project) or a
 						// permanent error: the other locations still count.
 						// A location that cannot be listed (permission
 						// denied, say) is recorded as an ERROR each sweep:
 						// a sweep that sees nothing must not look fine.
-						if !IsNotFound(err) {
+						if k != KindNotFound {
 							res.Errors = append(res.Errors, err.Error())
 							r.Time, r.Zone, r.Action = h.now(), zone, ActionSkip
 							r.Reason = "sweep: cannot list " + parent + ": its nodes are not checked"
@@ -129,21 +139,17 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 						break
 					}
 					_ = h.saveCursor(ctx, project+"/"+zone+"/"+token)
-					return res, fmt.Errorf("sweep: %w", err)
+					return fmt.Errorf("sweep: %w", err)
 				}
+				var page []*tpu.Node
 				for _, n := range nodes {
-					if n == nil || seen[n.Name] || n.Labels[h.Config.LabelKey] != h.Config.LabelValue {
+					if n == nil || n.Labels[h.Config.LabelKey] != h.Config.LabelValue || !claim(n.Name) {
 						continue
 					}
-					if over() {
-						// Resume at this page: deciding again about its
-						// first nodes is harmless.
-						return res, h.saveCursor(ctx, project+"/"+zone+"/"+token)
-					}
-					seen[n.Name] = true
-					res.Nodes++
-					add(h.sweepNode(ctx, n.Name, n, "", true))
+					page = append(page, n)
 				}
+				res.Nodes += len(page)
+				h.parallel(ctx, len(page), func(i int) { add(h.sweepNode(ctx, page[i].Name, page[i], "", true)) })
 				if next == "" {
 					break
 				}
@@ -153,7 +159,7 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 		}
 	}
 	res.Complete = true
-	return res, h.saveCursor(ctx, "")
+	return h.saveCursor(ctx, "")
 }
 
 func (h *Handler) saveCursor(ctx context.Context, c string) error {
@@ -206,7 +212,7 @@ func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, 
 		// may be minutes old by now. Anything else reads the node again.
 		obs.Node = listed
 		if listed.QueuedResource != "" {
-			qr, err := h.getQueuedResource(ctx, listed.QueuedResource, &r)
+			qr, err := timedGet(h, ctx, &r, EffectGetQR, listed.QueuedResource, h.TPU.GetQueuedResource)
 			if err != nil {
 				rec, _ := h.failObserve(ctx, ev, r, err)
 				return rec, true

@@ -41,10 +41,12 @@ func TestSweepPagesThroughEveryOptedInNode(t *testing.T) {
 	if got := e.fake.Count("nodes.list", ""); got != 3 {
 		t.Errorf("list calls = %d, want 3 pages", got)
 	}
+	records := len(res.Records)
+	e.settle(t)
 	var recreated []string
-	for _, r := range res.Records {
-		if r.Action == remediate.ActionRecreate && r.Phase == remediate.PhaseDone {
-			recreated = append(recreated, r.Node[strings.LastIndex(r.Node, "/")+1:])
+	for _, n := range e.fake.Fleet().Nodes {
+		if n.Labels[remediate.GenerationLabel] == "1" && n.State == "READY" {
+			recreated = append(recreated, n.Name[strings.LastIndex(n.Name, "/")+1:])
 		}
 	}
 	if fmt.Sprint(recreated) != "[b d]" {
@@ -54,8 +56,8 @@ func TestSweepPagesThroughEveryOptedInNode(t *testing.T) {
 		t.Errorf("deletes = %d, want 2", got)
 	}
 	// Healthy nodes are looked at but not recorded.
-	if len(res.Records) != 2 {
-		t.Errorf("records = %d, want 2", len(res.Records))
+	if records != 2 {
+		t.Errorf("records = %d, want 2", records)
 	}
 }
 
@@ -131,7 +133,7 @@ func TestSweepRecordsAMaintenanceEventInHealthDescriptionOnce(t *testing.T) {
 func TestSweepActsOnADeferralAfterTheGraceNotBefore(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{sweptNode(nodeID, "READY", "UNHEALTHY_TENSORFLOW")}})
 	ctx := context.Background()
-	rec, err := e.h.Handle(ctx, terminate("e1"))
+	rec, err := e.handleSettled(t, terminate("e1"))
 	if err != nil || rec.Action != remediate.ActionDefer {
 		t.Fatalf("Handle = %s %q, %v; want defer", rec.Action, rec.Reason, err)
 	}
@@ -146,7 +148,8 @@ func TestSweepActsOnADeferralAfterTheGraceNotBefore(t *testing.T) {
 	}
 	e.clock.Advance(2 * time.Minute)
 	res, err = e.h.Sweep(ctx, opts)
-	if err != nil || len(res.Records) != 1 || res.Records[0].Action != remediate.ActionRecreate || res.Records[0].Phase != remediate.PhaseDone {
+	e.settle(t)
+	if err != nil || len(res.Records) != 1 || res.Records[0].Action != remediate.ActionRecreate || res.Records[0].Phase != remediate.PhaseDeleting {
 		t.Fatalf("Sweep after the grace = %+v, %v; want one recreate", res.Records, err)
 	}
 	if !strings.Contains(res.Records[0].Reason, "11m0s >= grace 10m0s") {

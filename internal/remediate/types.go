@@ -51,6 +51,15 @@ type Decision struct {
 	// is (not opted in, terminated by a user, held): a pending deferral of
 	// the node is dropped, so sweeps do not revisit it forever.
 	Final bool
+
+	// The ledger effects the handler performs, exactly as given (Decide
+	// fills them; see plan).
+	Hold          *Hold     // record that a user terminated the node
+	ClearHold     bool      // the hold no longer applies
+	Deferral      *Deferral // set or replace the node's deferral
+	ClearDeferral bool      // drop the node's deferral
+	Claim         bool      // claim (or take over) the node's recovery with Action, then Step it
+	Close         string    // close the node's unfinished recovery (lease expired) with this why
 }
 
 // Config is the policy. The function fills it from AUTOHEAL_* variables, the
@@ -139,34 +148,68 @@ type Observed struct {
 	QueuedResource *tpu.QueuedResource // the queued resource owning the node, if any
 }
 
-// Phase is how far a recovery got. Each phase is saved before the step it
-// names is started, so a crash between two steps is finished by the next
-// delivery or sweep from the recorded phase.
+// Phase is how far a recovery got. Each phase is saved before the TPU call
+// it names is made, so a crash between two steps is finished by the next
+// delivery or sweep from the saved phase (see Step).
 type Phase string
 
-// Phases of a recovery, in order.
+// Phases of a recreate: claimed → deleting → deleted → creating → created →
+// recovered. Of a reset: claimed → resetting → reset → recovered. Terminal:
+// recovered, closed, abandoned (and done, of recoveries saved before these
+// phases existed).
 const (
-	PhaseClaimed  Phase = "claimed"  // claim taken, spec not saved yet
-	PhaseSaved    Phase = "saved"    // spec saved; delete not requested
-	PhaseDeleting Phase = "deleting" // delete requested (DeleteOp)
-	PhaseDeleted  Phase = "deleted"  // node gone
-	PhaseCreating Phase = "creating" // create requested (CreateOp)
-	PhaseDone     Phase = "done"     // node created again
-	PhaseFailed   Phase = "failed"   // last attempt failed; Spec kept for the next one
-	// PhaseAbandoned: the recovery failed Config.MaxAttempts times with an error
-	// retrying cannot fix (not a stockout or quota); it needs a person. It
-	// is terminal like PhaseDone (not Unfinished, not counted in flight),
-	// and the saved Spec is kept in the ledger and in the ERROR record.
+	PhaseClaimed   Phase = "claimed"   // claim taken, nothing done yet
+	PhaseDeleting  Phase = "deleting"  // spec saved; delete requested (DeleteOp once its answer came)
+	PhaseDeleted   Phase = "deleted"   // node gone, spec saved; create not requested (also after a failed create)
+	PhaseCreating  Phase = "creating"  // create requested (CreateOp once its answer came)
+	PhaseCreated   Phase = "created"   // our create's operation succeeded; waiting for the node READY
+	PhaseResetting Phase = "resetting" // reset of the queued resource requested (CreateOp holds its operation)
+	PhaseReset     Phase = "reset"     // the reset's operation succeeded (or the reset shows in progress); waiting for the node READY
+	PhaseRecovered Phase = "recovered" // terminal: node READY with our generation label (or, for a reset, READY after our reset)
+	PhaseClosed    Phase = "closed"    // terminal: ended without finishing; LastError says why (not ours, opted out, held, recovered by itself)
+	// PhaseAbandoned: terminal. The recovery could not make progress (too
+	// many failures, or too old); it needs a person. The saved Spec is kept
+	// in the ledger and in the ERROR record.
 	PhaseAbandoned Phase = "abandoned"
+
+	// Phases of recoveries saved before Step: read and finished, never written.
+	PhaseSaved  Phase = "saved"  // spec saved; delete requested only when DeleteSent
+	PhaseDone   Phase = "done"   // terminal: recreated, or closed without acting
+	PhaseFailed Phase = "failed" // last attempt failed; where to resume is read from the node
 )
 
-// DefaultMaxAttempts is Config.MaxAttempts's default: how many attempts
-// (claims and takeovers) a recovery gets before a permanent failure other
-// than a stockout or quota error (RESOURCE_EXHAUSTED, retried every lease for
-// as long as it takes) abandons it: a create rejected as INVALID_ARGUMENT or
-// PERMISSION_DENIED never succeeds by itself, and an unfinished recovery
-// holds the project's in-flight cap.
+// Terminal reports whether p ends a recovery.
+func (p Phase) Terminal() bool {
+	switch p {
+	case PhaseRecovered, PhaseClosed, PhaseAbandoned, PhaseDone:
+		return true
+	}
+	return false
+}
+
+// CountsAsRecreate reports whether a recovery in phase p has destroyed, or
+// may have destroyed, the node (from the delete or reset request on): it
+// then counts for the cooldown and the window cap, so crashing
+// mid-recovery cannot bypass them. The ledger calls it.
+func CountsAsRecreate(p Phase) bool {
+	switch p {
+	case PhaseDeleting, PhaseDeleted, PhaseCreating, PhaseCreated, PhaseResetting, PhaseReset, PhaseRecovered:
+		return true
+	}
+	return false
+}
+
+// DefaultMaxAttempts is Config.MaxAttempts's default: how many permanent
+// failures (INVALID_ARGUMENT, PERMISSION_DENIED, …) a recovery takes before
+// it is abandoned. A transient failure weighs a quarter of a permanent one
+// (so 4×MaxAttempts transient failures abandon it too); a stockout or quota
+// (RESOURCE_EXHAUSTED) is retried every Lease and never counted, bounded by
+// MaxRecoveryAge.
 const DefaultMaxAttempts = 5
+
+// MaxRecoveryAge bounds every recovery: one still unfinished this long
+// after it started is abandoned (a stockout that lasts a day needs a person).
+const MaxRecoveryAge = 24 * time.Hour
 
 // Recovery is the ledger's record of one recovery of one node.
 type Recovery struct {
@@ -188,19 +231,25 @@ type Recovery struct {
 	Generation     int       // recovery generation, also set as a label on the new node
 	Holder         string    // who holds the claim
 	LeaseUntil     time.Time // the claim is live until then
-	DeleteOp       string
-	CreateOp       string
+	DeleteOp       string    // the delete's operation, until it was seen done
+	CreateOp       string    // the create's (or reset's) operation, until it was seen done
 	Attempts       int
 	EventID        string // the event that started it ("" for a sweep)
 	Cause          events.Cause
 	StartedAt      time.Time
 	UpdatedAt      time.Time
-	LastError      string
+	LastError      string // the last failure; for a closed recovery, why
+	// NextLookAt is when the recovery is advanced next (by a delivery, a
+	// sweep or Handler.Continue): after an operation was started, or after
+	// a failure (back-off). The lease is released until then.
+	NextLookAt time.Time
+	// Failures weighs the failures of this incident (permanent 4, transient
+	// 1, stockouts 0); at 4×MaxAttempts the recovery is abandoned.
+	Failures int
 }
 
-// Unfinished reports whether the recovery still has steps to run: every
-// phase but the terminal PhaseDone and PhaseAbandoned.
-func (r Recovery) Unfinished() bool { return r.Phase != PhaseDone && r.Phase != PhaseAbandoned }
+// Unfinished reports whether the recovery still has steps to run.
+func (r Recovery) Unfinished() bool { return !r.Phase.Terminal() }
 
 // Deferral is a node to look at again at Due.
 type Deferral struct {
@@ -235,15 +284,18 @@ type History struct {
 	Pause     *Pause      // the narrowest pause covering the node, nil if none
 }
 
-// TPU is the part of the TPU API the handler uses. Errors keep the API's
-// error (a *googleapi.Error for the v2 REST client) in their chain so that
-// IsNotFound, IsAlreadyExists and IsTransient can classify them.
+// TPU is the part of the TPU API the handler uses. Errors are classified by
+// KindOf (the adapters wrap them in *Error). No method waits for an
+// operation: GetOperation looks at it once.
 type TPU interface {
 	GetNode(ctx context.Context, name string) (*tpu.Node, error)
 	ListNodes(ctx context.Context, parent, pageToken string) (nodes []*tpu.Node, next string, err error)
 	DeleteNode(ctx context.Context, name string) (operation string, err error)
 	CreateNode(ctx context.Context, parent, nodeID string, node *tpu.Node) (operation string, err error)
-	WaitOperation(ctx context.Context, operation string) error
+	// GetOperation looks at an operation once: done false while it runs
+	// (err is then the poll's own failure); done true when it finished,
+	// err being the finished operation's error, classified by its code.
+	GetOperation(ctx context.Context, operation string) (done bool, err error)
 	GetQueuedResource(ctx context.Context, name string) (*tpu.QueuedResource, error)
 	ResetQueuedResource(ctx context.Context, name string) (operation string, err error)
 }
@@ -260,7 +312,7 @@ var (
 // ClaimRequest asks the store to start, or take over, a recovery.
 type ClaimRequest struct {
 	Node, Project string
-	Zone          string // the node's zone, for the storm breaker
+	Zone          string // the storm breaker counts starts per zone
 	Holder        string
 	Now           time.Time
 	Action        Action

@@ -7,13 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/googleapis/gax-go/v2/apierror"
 	"google.golang.org/api/googleapi"
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
@@ -38,7 +37,6 @@ func start(t *testing.T, file string, opts ...tpufake.Option) (*tpufake.Server, 
 		t.Fatal(err)
 	}
 	c := tpuapi.New(svc)
-	c.PollInterval = time.Millisecond
 	return s, c
 }
 
@@ -57,7 +55,7 @@ func TestRecreateThroughClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DeleteNode: %v", err)
 	}
-	if err := c.WaitOperation(ctx, op); err != nil {
+	if err := waitOp(ctx, c, op); err != nil {
 		t.Fatalf("WaitOperation(delete): %v", err)
 	}
 	if _, err := c.GetNode(ctx, llm); !isCode(err, 404) {
@@ -68,7 +66,7 @@ func TestRecreateThroughClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateNode: %v", err)
 	}
-	if err := c.WaitOperation(ctx, op); err != nil {
+	if err := waitOp(ctx, c, op); err != nil {
 		t.Fatalf("WaitOperation(create): %v", err)
 	}
 	got, err := c.GetNode(ctx, llm)
@@ -122,7 +120,7 @@ func TestQueuedResourceThroughClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ResetQueuedResource: %v", err)
 	}
-	if err := c.WaitOperation(ctx, op); err != nil {
+	if err := waitOp(ctx, c, op); err != nil {
 		t.Fatalf("WaitOperation(reset): %v", err)
 	}
 	q, _ = c.GetQueuedResource(ctx, spotQR)
@@ -190,10 +188,13 @@ func TestImmediateErrorsKeepGoogleAPIError(t *testing.T) {
 			wantCode: 400, wantText: "reset queued resource " + spotQR,
 		},
 		{
-			name:     "operations.get failing is kept",
-			rule:     &tpufake.FailRule{RPC: "operations.get", Code: 503},
-			call:     func(c *tpuapi.Client) error { return c.WaitOperation(ctx, zone+"/operations/operation-1") },
-			wantCode: 503, wantText: "wait for operation",
+			name: "operations.get failing is kept",
+			rule: &tpufake.FailRule{RPC: "operations.get", Code: 503},
+			call: func(c *tpuapi.Client) error {
+				_, err := c.GetOperation(ctx, zone+"/operations/operation-1")
+				return err
+			},
+			wantCode: 503, wantText: "get operation",
 		},
 	}
 	for _, tt := range tests {
@@ -214,113 +215,80 @@ func TestImmediateErrorsKeepGoogleAPIError(t *testing.T) {
 	}
 }
 
-func TestFailedOperationCarriesItsCode(t *testing.T) {
+func TestFailedOperationIsClassifiedByItsCode(t *testing.T) {
 	tests := []struct {
-		status   string
-		wantCode int
+		status string
+		want   remediate.Kind
 	}{
-		{"RESOURCE_EXHAUSTED", 429},
-		{"ALREADY_EXISTS", 409},
-		{"NOT_FOUND", 404},
-		{"UNAVAILABLE", 503},
-		{"PERMISSION_DENIED", 403},
-		{"INVALID_ARGUMENT", 400},
-		{"DEADLINE_EXCEEDED", 504},
-		{"INTERNAL", 500},
+		{"RESOURCE_EXHAUSTED", remediate.KindExhausted}, // the fake's default message is a stockout
+		{"ALREADY_EXISTS", remediate.KindAlreadyExists},
+		{"NOT_FOUND", remediate.KindNotFound},
+		{"UNAVAILABLE", remediate.KindTransient},
+		{"INTERNAL", remediate.KindTransient},
+		{"DEADLINE_EXCEEDED", remediate.KindTransient},
+		{"PERMISSION_DENIED", remediate.KindPermanent},
+		{"INVALID_ARGUMENT", remediate.KindPermanent},
+		{"FAILED_PRECONDITION", remediate.KindPermanent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.status, func(t *testing.T) {
 			ctx := context.Background()
 			s, c := start(t, "fleet.json")
-			s.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Status: tt.status, Message: "it failed: " + tt.status})
+			s.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Status: tt.status})
 			op, err := c.CreateNode(ctx, zone, "fresh", &tpu.Node{AcceleratorType: "v4-8", RuntimeVersion: "r"})
 			if err != nil {
 				t.Fatalf("CreateNode: %v", err)
 			}
-			err = c.WaitOperation(ctx, op)
-			var herr *googleapi.Error
-			if !errors.As(err, &herr) {
-				t.Fatalf("WaitOperation = %v, want a *googleapi.Error in the chain", err)
+			done, err := c.GetOperation(ctx, op)
+			if !done || err == nil {
+				t.Fatalf("GetOperation = %v, %v; want done with an error", done, err)
 			}
-			if herr.Code != tt.wantCode || herr.Message != "it failed: "+tt.status {
-				t.Errorf("operation error = code %d message %q, want %d %q", herr.Code, herr.Message, tt.wantCode, "it failed: "+tt.status)
+			if got := remediate.KindOf(err); got != tt.want {
+				t.Errorf("KindOf(%v) = %s, want %s", err, got, tt.want)
 			}
 			if !strings.Contains(err.Error(), op) {
 				t.Errorf("error %q does not name the operation %s", err, op)
 			}
-			// Like the client's own errors, the *apierror.APIError is in the
-			// chain too (its gRPC code is mapped from the HTTP code).
-			var ae *apierror.APIError
-			if !errors.As(err, &ae) || ae.HTTPCode() != tt.wantCode {
-				t.Errorf("apierror = %v, want one with HTTP code %d", ae, tt.wantCode)
-			}
 		})
 	}
 }
 
-func TestOperationError(t *testing.T) {
-	tests := []struct {
-		code int64
-		want int
-	}{
-		{3, 400}, {4, 504}, {5, 404}, {6, 409}, {7, 403}, {8, 429}, {9, 400}, {10, 409},
-		{12, 501}, {13, 500}, {14, 503}, {16, 401}, {0, 500}, {99, 500},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.code), func(t *testing.T) {
-			got := tpuapi.OperationError(&tpu.Status{Code: tt.code, Message: "m"})
-			if got.Code != tt.want || got.Message != "m" {
-				t.Errorf("OperationError(code %d) = %d %q, want %d %q", tt.code, got.Code, got.Message, tt.want, "m")
+func TestGetOperationLooksOnce(t *testing.T) {
+	t.Run("running, then done", func(t *testing.T) {
+		s, c := start(t, "fleet.json", tpufake.WithOperationPolls(3))
+		op, err := c.DeleteNode(context.Background(), llm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []bool{false, false, true} {
+			done, err := c.GetOperation(context.Background(), op)
+			if err != nil || done != want {
+				t.Fatalf("look %d: GetOperation = %v, %v; want %v, nil", i+1, done, err, want)
 			}
-		})
-	}
-}
-
-func TestWaitOperation(t *testing.T) {
-	t.Run("polls until done", func(t *testing.T) {
-		s, c := start(t, "fleet.json", tpufake.WithOperationPolls(4))
-		op, err := c.DeleteNode(context.Background(), llm)
-		if err != nil {
-			t.Fatal(err)
 		}
-		if err := c.WaitOperation(context.Background(), op); err != nil {
-			t.Fatalf("WaitOperation: %v", err)
-		}
-		if got := s.Count("operations.get", op); got != 4 {
-			t.Errorf("polled %d times, want 4", got)
+		if got := s.Count("operations.get", op); got != 3 {
+			t.Errorf("polled %d times, want 3 (one per look)", got)
 		}
 	})
-	t.Run("honours the context", func(t *testing.T) {
-		s, c := start(t, "fleet.json", tpufake.WithOperationPolls(1_000_000))
-		op, err := c.DeleteNode(context.Background(), llm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.PollInterval = 5 * time.Millisecond
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
-		defer cancel()
-		err = c.WaitOperation(ctx, op)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("WaitOperation = %v, want context.DeadlineExceeded", err)
-		}
-		if n := s.Count("operations.get", op); n < 1 {
-			t.Errorf("polled %d times, want at least once", n)
-		}
-	})
-	t.Run("unknown operation is 404", func(t *testing.T) {
+	t.Run("unknown operation is not found", func(t *testing.T) {
 		_, c := start(t, "fleet.json")
-		err := c.WaitOperation(context.Background(), zone+"/operations/operation-404")
-		if !isCode(err, 404) {
-			t.Errorf("WaitOperation = %v, want 404", err)
+		done, err := c.GetOperation(context.Background(), zone+"/operations/operation-404")
+		if done || !remediate.IsNotFound(err) {
+			t.Errorf("GetOperation = %v, %v; want not done, NOT FOUND", done, err)
 		}
 	})
-}
-
-func TestDefaultPollInterval(t *testing.T) {
-	c := tpuapi.New(nil)
-	if c.PollInterval != 0 || tpuapi.DefaultPollInterval != 2*time.Second {
-		t.Errorf("PollInterval = %v, DefaultPollInterval = %v; want 0 (= default) and 2s", c.PollInterval, tpuapi.DefaultPollInterval)
-	}
+	t.Run("429 on a poll is transient", func(t *testing.T) {
+		s, c := start(t, "fleet.json")
+		op, err := c.DeleteNode(context.Background(), llm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Fail(tpufake.FailRule{RPC: "operations.get", Code: 429, Message: "Quota exceeded for quota metric 'Read requests' and limit 'Read requests per minute'"})
+		done, err := c.GetOperation(context.Background(), op)
+		if done || remediate.KindOf(err) != remediate.KindTransient {
+			t.Errorf("GetOperation = %v, %v (%s); want not done, transient", done, err, remediate.KindOf(err))
+		}
+	})
 }
 
 func TestNewFromOptionsWithEndpoint(t *testing.T) {
@@ -383,7 +351,7 @@ func TestConcurrentClients(t *testing.T) {
 				t.Errorf("CreateNode: %v", err)
 				return
 			}
-			if err := c.WaitOperation(ctx, op); err != nil {
+			if err := waitOp(ctx, c, op); err != nil {
 				t.Errorf("WaitOperation: %v", err)
 			}
 			if _, _, err := c.ListNodes(ctx, zone, ""); err != nil {
@@ -394,7 +362,7 @@ func TestConcurrentClients(t *testing.T) {
 				t.Errorf("DeleteNode: %v", err)
 				return
 			}
-			if err := c.WaitOperation(ctx, op); err != nil {
+			if err := waitOp(ctx, c, op); err != nil {
 				t.Errorf("WaitOperation: %v", err)
 			}
 		}()
@@ -403,4 +371,16 @@ func TestConcurrentClients(t *testing.T) {
 	if got := len(s.Fleet().Nodes); got != 7 {
 		t.Errorf("fleet has %d nodes after create+delete by 8 goroutines, want the original 7", got)
 	}
+}
+
+// waitOp looks at an operation until it is done (the fake finishes it
+// within a few looks).
+func waitOp(ctx context.Context, c remediate.TPU, op string) error {
+	for range 100 {
+		done, err := c.GetOperation(ctx, op)
+		if done || err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("operation %s not done after 100 looks", op)
 }

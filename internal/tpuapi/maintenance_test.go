@@ -148,8 +148,17 @@ func TestPerformMaintenanceTakesTheNodeThroughMaintenance(t *testing.T) {
 		t.Error("a second performMaintenance while ONGOING was accepted")
 	}
 	c, _ := tpuapi.NewFromOptions(ctx, s.ClientOptions()...)
-	if err := c.WaitOperation(ctx, op); err != nil {
-		t.Fatal(err)
+	for i := 0; ; i++ {
+		done, err := c.GetOperation(ctx, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			break
+		}
+		if i == 1000 {
+			t.Fatalf("operation %s not done after 1000 polls", op)
+		}
 	}
 	n, _ = m.GetNode(ctx, mNode)
 	if n.State != "READY" || n.Health != "HEALTHY" || n.UpcomingMaintenance != nil {

@@ -13,7 +13,7 @@ import (
 var _ remediate.TPU = Router{}
 
 // V1OperationPrefix marks the operations Router started through the v1 API
-// (legacy TPU Nodes), so WaitOperation polls them there, also after a
+// (legacy TPU Nodes), so GetOperation looks at them there, also after a
 // restart: the prefixed name is what the ledger saves.
 const V1OperationPrefix = "tpuv1:"
 
@@ -124,16 +124,16 @@ func (r Router) CreateNode(ctx context.Context, parent, nodeID string, node *tpu
 	return V1OperationPrefix + op, nil
 }
 
-// WaitOperation waits through V1 for a V1OperationPrefix name, else V2.
-func (r Router) WaitOperation(ctx context.Context, operation string) error {
+// GetOperation looks through V1 at a V1OperationPrefix name, else V2.
+func (r Router) GetOperation(ctx context.Context, operation string) (bool, error) {
 	name, ok := strings.CutPrefix(operation, V1OperationPrefix)
 	if !ok {
-		return r.V2.WaitOperation(ctx, operation)
+		return r.V2.GetOperation(ctx, operation)
 	}
 	if r.V1 == nil {
-		return fmt.Errorf("wait for operation %s: a legacy TPU v1 operation, and the TPU v1 API is not configured (an endpoint override is set)", operation)
+		return false, &remediate.Error{Kind: remediate.KindPermanent, Err: fmt.Errorf("get operation %s: a legacy TPU v1 operation, and the TPU v1 API is not configured (an endpoint override is set)", operation)}
 	}
-	return r.V1.WaitOperation(ctx, name)
+	return r.V1.GetOperation(ctx, name)
 }
 
 // ListNodes lists V2's nodes, then V1's: the page token says which API the

@@ -76,7 +76,6 @@ func newRouted(t *testing.T, vms []*tpu.Node, legacy []*tpupb.Node, opts ...tpuf
 		t.Fatalf("v2 fake service: %v", err)
 	}
 	c2 := tpuapi.New(svc)
-	c2.PollInterval = time.Millisecond
 	v1 := legacyfake.New(legacy...)
 	t.Cleanup(v1.Close)
 	c1, err := tpulegacy.NewFromOptions(context.Background(), v1.ClientOptions()...)
@@ -84,7 +83,6 @@ func newRouted(t *testing.T, vms []*tpu.Node, legacy []*tpupb.Node, opts ...tpuf
 		t.Fatalf("v1 client: %v", err)
 	}
 	t.Cleanup(func() { _ = c1.Close() })
-	c1.PollInterval = time.Millisecond
 	c1.PageSize = 1
 	return routed{v2: v2, v1: v1, router: tpuapi.Router{V2: c2, V1: c1}}
 }
@@ -102,12 +100,61 @@ func (r *recordSlice) Record(_ context.Context, rec remediate.Record) error {
 }
 
 func (e routed) handler() *remediate.Handler {
+	h, _ := e.handlerWithClock()
+	return h
+}
+
+func (e routed) handlerWithClock() (*remediate.Handler, *vclock) {
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = "#!/bin/bash\nexec /opt/resume-training\n"
+	clk := &vclock{t: time.Now()}
 	return &remediate.Handler{
-		TPU: e.router, Store: ledger.NewMemory(), Recorder: &recordSlice{}, Config: cfg, Holder: "test",
-		Backoff: remediate.Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond, Attempts: 2},
+		TPU: e.router, Store: ledger.NewMemory(ledger.WithClock(clk.now)), Recorder: &recordSlice{}, Config: cfg, Holder: "test",
+		Now: clk.now,
+	}, clk
+}
+
+// vclock is a virtual clock Drain moves.
+type vclock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *vclock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *vclock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.t) {
+		c.t = t
 	}
+}
+
+// handleSettled handles ev and runs the recovery's later looks on a
+// virtual clock; it returns the last record.
+func (e routed) handleSettled(t *testing.T, ev events.Event) (remediate.Record, error) {
+	t.Helper()
+	h, clk := e.handlerWithClock()
+	r, err := h.Handle(context.Background(), ev)
+	if err != nil {
+		return r, err
+	}
+	if _, err := h.Drain(context.Background(), clk.set, 40); err != nil {
+		return r, err
+	}
+	// The last record, with the spec, steps and warnings of every record
+	// of the recovery gathered in it.
+	var out remediate.Record
+	var steps []remediate.Step
+	var warnings []string
+	for _, x := range h.Recorder.(*recordSlice).all {
+		steps, warnings = append(steps, x.Steps...), append(warnings, x.Warnings...)
+		if x.Spec == nil {
+			x.Spec = out.Spec
+		}
+		out = x
+	}
+	out.Steps, out.Warnings = steps, warnings
+	return out, nil
 }
 
 func terminated(id string) events.Event {
@@ -120,11 +167,11 @@ func terminated(id string) events.Event {
 
 func TestTerminatedLegacyNodeIsRecreatedThroughV1WithTheSameSpec(t *testing.T) {
 	e := newRouted(t, []*tpu.Node{vmTPU(vmID, "READY")}, []*tpupb.Node{legacyTPU(legacyID, tpupb.Node_TERMINATED)})
-	rec, err := e.handler().Handle(context.Background(), terminated(legacyID))
+	rec, err := e.handleSettled(t, terminated(legacyID))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseDone || rec.Err != "" {
+	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseRecovered || rec.Err != "" {
 		t.Fatalf("Handle = %s phase %s err %q (%s), want recreate done", rec.Action, rec.Phase, rec.Err, rec.Reason)
 	}
 	if got := map[string]int{"create": e.v2.Count("nodes.create", ""), "delete": e.v2.Count("nodes.delete", "")}; got["create"]+got["delete"] != 0 {
@@ -159,11 +206,11 @@ func TestTerminatedLegacyNodeIsRecreatedThroughV1WithTheSameSpec(t *testing.T) {
 
 func TestTerminatedTPUVMIsRecreatedThroughV2Only(t *testing.T) {
 	e := newRouted(t, []*tpu.Node{vmTPU(vmID, "TERMINATED")}, []*tpupb.Node{legacyTPU(legacyID, tpupb.Node_READY)})
-	rec, err := e.handler().Handle(context.Background(), terminated(vmID))
+	rec, err := e.handleSettled(t, terminated(vmID))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseDone || rec.Err != "" {
+	if rec.Action != remediate.ActionRecreate || rec.Phase != remediate.PhaseRecovered || rec.Err != "" {
 		t.Fatalf("Handle = %s phase %s err %q (%s), want recreate done", rec.Action, rec.Phase, rec.Err, rec.Reason)
 	}
 	if got := []int{e.v2.Count("nodes.delete", ""), e.v2.Count("nodes.create", "")}; !cmp.Equal(got, []int{1, 1}) {
@@ -260,7 +307,7 @@ func TestRouterRoutesEachCall(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CreateNode: %v", err)
 		}
-		if err := e.router.WaitOperation(ctx, op); err != nil {
+		if err := waitOp(ctx, e.router, op); err != nil {
 			t.Fatalf("WaitOperation(%s): %v", op, err)
 		}
 		if e.v1.Node(legacyName) == nil || e.v2.Count("nodes.create", "") != 0 {
@@ -277,7 +324,7 @@ func TestRouterRoutesEachCall(t *testing.T) {
 		if _, err := r.CreateNode(ctx, rtParent, legacyID, remediate.CleanSpec(spec)); err != nil {
 			t.Fatalf("CreateNode: %v", err)
 		}
-		if err := r.WaitOperation(ctx, tpuapi.V1OperationPrefix+"x"); err == nil {
+		if _, err := r.GetOperation(ctx, tpuapi.V1OperationPrefix+"x"); err == nil {
 			t.Errorf("WaitOperation of a v1 operation without v1 succeeded, want an error")
 		}
 		if got := []int{e.v2.Count("nodes.create", ""), len(e.v1.Requests())}; !cmp.Equal(got, []int{1, 0}) {

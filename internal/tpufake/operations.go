@@ -19,8 +19,9 @@ type operation struct {
 	verb      string
 	started   time.Time
 	polls     int
-	finishing bool   // a poller is completing it (waiting on a rule's Delay)
-	prevState string // nodes.delete: the node's state before DELETING
+	finishing bool      // a poller is completing it (waiting on a rule's Delay)
+	doneAt    time.Time // WithOperationDelay: when it finishes by itself
+	prevState string    // nodes.delete: the node's state before DELETING
 }
 
 // newOperation registers an operation on target, in target's location.
@@ -38,14 +39,28 @@ func (s *Server) newOperation(rpc, verb, target string) *operation {
 		},
 	}
 	op.op.Metadata = s.metadata(op, time.Time{})
+	if d, ok := s.delays[verb]; ok {
+		op.doneAt = op.started.Add(d)
+	}
 	s.ops[op.op.Name] = op
 	return op
+}
+
+// tick finishes every operation whose done-at time has come, whether polled
+// or not. Called with s.mu held, first thing on every request.
+func (s *Server) tick() {
+	now := s.now()
+	for _, op := range s.ops {
+		if !op.op.Done && !op.doneAt.IsZero() && !now.Before(op.doneAt) {
+			s.finish(op, s.match("operation:"+op.rpc, op.target))
+		}
+	}
 }
 
 // launch returns the operation as the starting call answers it; with
 // WithOperationPolls(n <= 0) it is already done. Called with s.mu held.
 func (s *Server) launch(op *operation) *tpu.Operation {
-	if s.polls <= 0 {
+	if op.doneAt.IsZero() && s.polls <= 0 || !op.doneAt.IsZero() && !s.now().Before(op.doneAt) {
 		s.finish(op, s.match("operation:"+op.rpc, op.target))
 	}
 	return clone(op.op)
@@ -74,8 +89,8 @@ func (s *Server) getOperation(ctx context.Context, name string) (*tpu.Operation,
 	if !ok {
 		return nil, notFound(name)
 	}
-	if op.op.Done || op.finishing {
-		return clone(op.op), nil
+	if op.op.Done || op.finishing || !op.doneAt.IsZero() {
+		return clone(op.op), nil // a delayed operation finishes by tick alone
 	}
 	op.polls++
 	if op.polls < s.polls {
@@ -164,10 +179,26 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 	}
 	op.op.Done = true
 	op.op.Error = status
-	if status != nil {
+	if status == nil {
+		s.succeeded[op.rpc]++
+	}
+	if status != nil || op.rpc != "nodes.delete" {
+		// Keep no resource beyond what a poll needs: a done create's
+		// response would hold the node's whole spec (its startup script),
+		// for as long as the server runs.
 		op.op.Response = nil
+		if status == nil {
+			op.op.Response = typed(map[string]any{"name": op.target}, responseType[op.rpc])
+		}
 	}
 	op.op.Metadata = s.metadata(op, s.now())
+}
+
+// responseType is the response message of each operation.
+var responseType = map[string]string{
+	"nodes.create":          "google.cloud.tpu.v2.Node",
+	"nodes.delete":          "google.protobuf.Empty",
+	"queuedResources.reset": "google.cloud.tpu.v2.QueuedResource",
 }
 
 // typed is v's JSON object with an "@type" (google.protobuf.Any) added.

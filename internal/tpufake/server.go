@@ -45,8 +45,25 @@ type Option func(*Server)
 // operations done as soon as they are started.
 func WithOperationPolls(n int) Option { return func(s *Server) { s.polls = n } }
 
-// WithClock sets the clock used for createTime fields, operation metadata and
-// the request log (default time.Now).
+// WithOperationDelay makes the long-running operations of verb ("create",
+// "delete" or "reset") finish d after they started, on the server's clock,
+// whether anyone polls them or not: a node being deleted is gone once d has
+// passed, also for a caller that crashed and never looked. It replaces
+// WithOperationPolls for that verb.
+func WithOperationDelay(verb string, d time.Duration) Option {
+	return func(s *Server) { s.delays[verb] = d }
+}
+
+// WithRequestLog keeps the last n requests for Requests (default
+// DefaultRequestLog; bodies included). Count is exact whatever n is.
+func WithRequestLog(n int) Option { return func(s *Server) { s.logCap = n } }
+
+// DefaultRequestLog is how many requests Requests keeps by default: the log
+// is a ring, so a long replay runs in constant memory.
+const DefaultRequestLog = 256
+
+// WithClock sets the clock used for createTime fields, operation metadata,
+// operation delays and the request log (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
 
 // WithPageSize sets the nodes.list page size used when a request sets none
@@ -74,10 +91,22 @@ type FailRule struct {
 	Status string
 	// Message is the error message ("" = a default naming the rule).
 	Message string
+	// Of narrows an operations.get rule to the operations of one RPC
+	// ("nodes.delete", "nodes.create", "queuedResources.reset"; "" = any).
+	Of string
 	// Times is how many matching requests the rule applies to (0 = all).
 	Times int
 	// Delay is waited before answering (or before the operation completes).
 	Delay time.Duration
+	// Lost carries the call out, then answers with the rule's error (500
+	// INTERNAL when it gives none): the answer lost after the call took effect.
+	Lost bool
+	// Hang holds the request until the caller gives up (its deadline) or
+	// the server closes; with Lost, the call is carried out first.
+	Hang bool
+	// Malformed carries the call out, then answers 200 with a body that is
+	// not the resource's JSON.
+	Malformed bool
 }
 
 // Request is one logged request.
@@ -99,18 +128,25 @@ type Server struct {
 	pageSize int
 	now      func() time.Time
 
-	mu       sync.Mutex
-	nodes    map[string]*tpu.Node
-	qrs      map[string]*tpu.QueuedResource
-	order    map[string]int // first-seen sequence of every name, kept across delete+create
-	seq      int
-	ops      map[string]*operation
-	opSeq    int
-	idSeq    int64
-	rules    []*rule
-	requests []Request
-	maint    maintState // maintenance.go
+	mu        sync.Mutex
+	nodes     map[string]*tpu.Node
+	qrs       map[string]*tpu.QueuedResource
+	order     map[string]int // first-seen sequence of every name, kept across delete+create
+	seq       int
+	ops       map[string]*operation
+	opSeq     int
+	idSeq     int64
+	rules     []*rule
+	delays    map[string]time.Duration // verb → operation duration (WithOperationDelay)
+	logCap    int
+	requests  []Request // ring of the last logCap requests
+	logNext   int
+	counts    map[countKey]int
+	succeeded map[string]int // operations that finished without error, by RPC
+	maint     maintState // maintenance.go
 }
+
+type countKey struct{ rpc, name string }
 
 type rule struct {
 	FailRule
@@ -124,15 +160,19 @@ func New(f Fleet, opts ...Option) *Server {
 		panic("tpufake.New: " + err.Error())
 	}
 	s := &Server{
-		closing:  make(chan struct{}),
-		polls:    1,
-		pageSize: DefaultPageSize,
-		now:      time.Now,
-		nodes:    map[string]*tpu.Node{},
-		qrs:      map[string]*tpu.QueuedResource{},
-		order:    map[string]int{},
-		ops:      map[string]*operation{},
-		idSeq:    7000000000000000000,
+		closing:   make(chan struct{}),
+		polls:     1,
+		pageSize:  DefaultPageSize,
+		now:       time.Now,
+		nodes:     map[string]*tpu.Node{},
+		qrs:       map[string]*tpu.QueuedResource{},
+		order:     map[string]int{},
+		ops:       map[string]*operation{},
+		idSeq:     7000000000000000000,
+		delays:    map[string]time.Duration{},
+		logCap:    DefaultRequestLog,
+		counts:    map[countKey]int{},
+		succeeded: map[string]int{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -188,6 +228,7 @@ func (s *Server) Service(ctx context.Context) (*tpu.Service, error) {
 func (s *Server) Fleet() Fleet {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tick()
 	f := Fleet{Nodes: []*tpu.Node{}}
 	for _, name := range sortedKeys(s.order, s.nodes) {
 		f.Nodes = append(f.Nodes, clone(s.nodes[name]))
@@ -206,13 +247,36 @@ func (s *Server) Fail(r FailRule) {
 	s.rules = append(s.rules, &rule{FailRule: r})
 }
 
-// Requests returns the request log, oldest first.
+// Requests returns the last requests (see WithRequestLog), oldest first.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Request, len(s.requests))
-	copy(out, s.requests)
-	return out
+	out := make([]Request, 0, len(s.requests))
+	out = append(out, s.requests[s.logNext:]...)
+	return append(out, s.requests[:s.logNext]...)
+}
+
+// logRequest adds r to the ring and the counts. Called with s.mu held.
+func (s *Server) logRequest(r Request) {
+	s.counts[countKey{r.RPC, r.Name}]++
+	s.counts[countKey{r.RPC, ""}]++
+	if s.logCap <= 0 {
+		return
+	}
+	if len(s.requests) < s.logCap {
+		s.requests = append(s.requests, r)
+		return
+	}
+	s.requests[s.logNext] = r
+	s.logNext = (s.logNext + 1) % s.logCap
+}
+
+// Succeeded reports how many operations of rpc ("nodes.create",
+// "nodes.delete", "queuedResources.reset") finished without error.
+func (s *Server) Succeeded(rpc string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.succeeded[rpc]
 }
 
 // Count reports how many requests of rpc on name were received ("" = any
@@ -220,13 +284,7 @@ func (s *Server) Requests() []Request {
 func (s *Server) Count(rpc, name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, r := range s.requests {
-		if r.RPC == rpc && (name == "" || r.Name == name) {
-			n++
-		}
-	}
-	return n
+	return s.counts[countKey{rpc, name}]
 }
 
 // SetNode puts a copy of n into the fleet, replacing any node of that name.
@@ -327,10 +385,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rt := maintenanceRoute(r, parseRoute(r)) // maintenance.go
 
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{
-		RPC: rt.rpc, Name: rt.name, Method: r.Method, Path: r.URL.Path, Body: body, Time: s.now(),
-	})
-	fail := s.match(rt.rpc, rt.name)
+	s.tick()
+	req := Request{RPC: rt.rpc, Name: rt.name, Method: r.Method, Path: r.URL.Path, Time: s.now()}
+	if s.logCap > 0 {
+		req.Body = body
+	}
+	s.logRequest(req)
+	of := ""
+	if op := s.ops[rt.name]; rt.rpc == "operations.get" && op != nil {
+		of = op.rpc
+	}
+	fail := s.matchOf(rt.rpc, rt.name, of)
 	s.mu.Unlock()
 
 	if fail != nil {
@@ -338,14 +403,46 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errorf("CANCELLED", "request cancelled during injected delay"))
 			return
 		}
-		if e := fail.err(rt.rpc, rt.name); e != nil {
+		if fail.Lost || fail.Malformed {
+			_, _ = s.dispatch(r, rt, body) // carried out; the answer is lost or garbled
+		}
+		if fail.Hang {
+			select {
+			case <-r.Context().Done():
+			case <-s.closing:
+			}
+			return
+		}
+		if fail.Malformed {
+			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+			_, _ = io.WriteString(w, `{"name": "projects/`)
+			return
+		}
+		e := fail.err(rt.rpc, rt.name)
+		if e == nil && fail.Lost {
+			e = errorf("INTERNAL", "tpufake: answer of %s %s lost after it took effect", rt.rpc, rt.name)
+		}
+		if e != nil {
 			writeError(w, e)
 			return
 		}
 	}
 
-	var resp any
-	var e *apiError
+	resp, e := s.dispatch(r, rt, body)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	if err := json.NewEncoder(w).Encode(resp); err != nil {
+		// The client went away; nothing else to tell it.
+		return
+	}
+}
+
+// dispatch carries out the request's RPC. The maint helper's routes are
+// added here and in parseRoute.
+func (s *Server) dispatch(r *http.Request, rt route, body []byte) (resp any, e *apiError) {
 	switch rt.rpc {
 	case "nodes.get":
 		resp, e = s.getNode(rt.name)
@@ -366,22 +463,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		e = errorf("UNIMPLEMENTED", "tpufake does not implement %s %s", r.Method, r.URL.Path)
 	}
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	if err := json.NewEncoder(w).Encode(resp); err != nil {
-		// The client went away; nothing else to tell it.
-		return
-	}
+	return resp, e
 }
 
 // match returns the first rule matching rpc and name, counting its use, or
 // nil. Called with s.mu held.
-func (s *Server) match(rpc, name string) *FailRule {
+func (s *Server) match(rpc, name string) *FailRule { return s.matchOf(rpc, name, "") }
+
+// matchOf is match for an operations.get of an operation of RPC of.
+func (s *Server) matchOf(rpc, name, of string) *FailRule {
 	for i, r := range s.rules {
-		if r.RPC != rpc || (r.Name != "" && r.Name != name) {
+		if r.RPC != rpc || (r.Name != "" && r.Name != name) || (r.Of != "" && r.Of != of) {
 			continue
 		}
 		r.used++

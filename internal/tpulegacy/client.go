@@ -2,8 +2,7 @@
 // gRPC) to remediate.TPU, for legacy TPU Nodes: the architecture created
 // through the v1 API, which the v2 API does not recreate (a v2 create makes
 // a TPU VM). It converts v1 nodes to and from the v2 tpu.Node shape the rest
-// of the system uses and gRPC errors to *googleapi.Error, so remediate
-// classifies them unchanged. It only translates calls; it never decides
+// of the system uses and gRPC errors to remediate's error kinds (remediate.FromAPI). It only translates calls; it never decides
 // anything, and it has no queued resources (those calls fail permanently).
 package tpulegacy
 
@@ -11,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 	tpuv1 "cloud.google.com/go/tpu/apiv1"
@@ -19,10 +17,8 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	tpu "google.golang.org/api/tpu/v2"
-	"google.golang.org/grpc/status"
 
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
-	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 )
 
 var _ remediate.TPU = (*Client)(nil)
@@ -33,15 +29,12 @@ const DefaultPageSize = 100
 // ErrNoQueuedResources is returned by the queued resource calls: legacy TPU
 // Nodes are never owned by a queued resource. It is permanent (not a
 // transient or API error).
-var ErrNoQueuedResources = errors.New("legacy TPU nodes (TPU v1 API) have no queued resources")
+var ErrNoQueuedResources = &remediate.Error{Kind: remediate.KindPermanent, Err: errors.New("legacy TPU nodes (TPU v1 API) have no queued resources")}
 
 // Client implements remediate.TPU with the TPU v1 gRPC API.
 type Client struct {
 	c *tpuv1.Client
 
-	// PollInterval is the wait between two GetOperation calls in
-	// WaitOperation (0 = tpuapi.DefaultPollInterval).
-	PollInterval time.Duration
 	// PageSize is the nodes.list page size (0 = DefaultPageSize).
 	PageSize int
 }
@@ -65,10 +58,9 @@ func (c *Client) Close() error { return c.c.Close() }
 
 // GetNode reads a legacy node (tpu.nodes.get).
 func (c *Client) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
-	// rest: tpu.projects.locations.nodes.get
-	n, err := c.c.GetNode(ctx, &tpupb.GetNodeRequest{Name: name})
+	n, err := c.c.GetNode(ctx, &tpupb.GetNodeRequest{Name: name}) // rest: tpu.projects.locations.nodes.get
 	if err != nil {
-		return nil, fmt.Errorf("get legacy node %s: %w", name, APIError(err))
+		return nil, fmt.Errorf("get legacy node %s: %w", name, remediate.FromAPI(err))
 	}
 	return ToV2(n), nil
 }
@@ -79,12 +71,11 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 	if size <= 0 {
 		size = DefaultPageSize
 	}
-	// rest: tpu.projects.locations.nodes.list
-	it := c.c.ListNodes(ctx, &tpupb.ListNodesRequest{Parent: parent})
+	it := c.c.ListNodes(ctx, &tpupb.ListNodesRequest{Parent: parent}) // rest: tpu.projects.locations.nodes.list
 	var page []*tpupb.Node
 	next, err := iterator.NewPager(it, size, pageToken).NextPage(&page)
 	if err != nil {
-		return nil, "", fmt.Errorf("list legacy nodes in %s: %w", parent, APIError(err))
+		return nil, "", fmt.Errorf("list legacy nodes in %s: %w", parent, remediate.FromAPI(err))
 	}
 	nodes := make([]*tpu.Node, 0, len(page))
 	for _, n := range page {
@@ -96,10 +87,9 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 // DeleteNode starts deleting a legacy node and returns the operation's name
 // (tpu.nodes.delete).
 func (c *Client) DeleteNode(ctx context.Context, name string) (string, error) {
-	// rest: tpu.projects.locations.nodes.delete
-	op, err := c.c.DeleteNode(ctx, &tpupb.DeleteNodeRequest{Name: name})
+	op, err := c.c.DeleteNode(ctx, &tpupb.DeleteNodeRequest{Name: name}) // rest: tpu.projects.locations.nodes.delete
 	if err != nil {
-		return "", fmt.Errorf("delete legacy node %s: %w", name, APIError(err))
+		return "", fmt.Errorf("delete legacy node %s: %w", name, remediate.FromAPI(err))
 	}
 	return op.Name(), nil
 }
@@ -110,44 +100,27 @@ func (c *Client) DeleteNode(ctx context.Context, name string) (string, error) {
 func (c *Client) CreateNode(ctx context.Context, parent, nodeID string, node *tpu.Node) (string, error) {
 	n := ToV1(node)
 	n.Name = ""
-	// rest: tpu.projects.locations.nodes.create
-	op, err := c.c.CreateNode(ctx, &tpupb.CreateNodeRequest{Parent: parent, NodeId: nodeID, Node: n})
+	op, err := c.c.CreateNode(ctx, &tpupb.CreateNodeRequest{Parent: parent, NodeId: nodeID, Node: n}) // rest: tpu.projects.locations.nodes.create
 	if err != nil {
-		return "", fmt.Errorf("create legacy node %s/nodes/%s: %w", parent, nodeID, APIError(err))
+		return "", fmt.Errorf("create legacy node %s/nodes/%s: %w", parent, nodeID, remediate.FromAPI(err))
 	}
 	return op.Name(), nil
 }
 
-// WaitOperation polls the operation (tpu.operations.get) until it is done or
-// ctx ends. A failed operation returns the *googleapi.Error a REST call
-// failing the same way would (tpuapi.OperationError).
-func (c *Client) WaitOperation(ctx context.Context, name string) error {
-	interval := c.PollInterval
-	if interval <= 0 {
-		interval = tpuapi.DefaultPollInterval
+// GetOperation looks at an operation once (tpu.operations.get); a finished
+// operation's error is classified by its google.rpc code.
+func (c *Client) GetOperation(ctx context.Context, name string) (bool, error) {
+	op, err := c.c.GetOperation(ctx, &longrunningpb.GetOperationRequest{Name: name}) // rest: tpu.projects.locations.operations.get
+	if err != nil {
+		return false, fmt.Errorf("get legacy operation %s: %w", name, remediate.FromAPI(err))
 	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for legacy operation %s: %w", name, ctx.Err())
-		case <-t.C:
-		}
-		// rest: tpu.projects.locations.operations.get
-		op, err := c.c.GetOperation(ctx, &longrunningpb.GetOperationRequest{Name: name})
-		if err != nil {
-			return fmt.Errorf("wait for legacy operation %s: %w", name, APIError(err))
-		}
-		if op.GetDone() {
-			if st := op.GetError(); st != nil {
-				return fmt.Errorf("legacy operation %s failed: %w", name,
-					tpuapi.OperationError(&tpu.Status{Code: int64(st.GetCode()), Message: st.GetMessage()}))
-			}
-			return nil
-		}
-		t.Reset(interval)
+	if !op.GetDone() {
+		return false, nil
 	}
+	if st := op.GetError(); st != nil {
+		return true, remediate.OperationError(name, st.GetCode(), st.GetMessage())
+	}
+	return true, nil
 }
 
 // GetQueuedResource always fails with ErrNoQueuedResources.
@@ -158,21 +131,4 @@ func (c *Client) GetQueuedResource(_ context.Context, name string) (*tpu.QueuedR
 // ResetQueuedResource always fails with ErrNoQueuedResources.
 func (c *Client) ResetQueuedResource(_ context.Context, name string) (string, error) {
 	return "", fmt.Errorf("reset queued resource %s: %w", name, ErrNoQueuedResources)
-}
-
-// APIError converts a gRPC status error into the *googleapi.Error with the
-// HTTP equivalent of its code (NOT_FOUND → 404, ALREADY_EXISTS → 409,
-// UNAVAILABLE → 503, ...), wrapping the original error. An error with no
-// gRPC status (a context error, for one) is returned as is.
-func APIError(err error) error {
-	if err == nil {
-		return nil
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	herr := tpuapi.OperationError(&tpu.Status{Code: int64(st.Code()), Message: st.Message()})
-	herr.Wrap(err)
-	return herr
 }

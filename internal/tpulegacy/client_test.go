@@ -3,17 +3,18 @@ package tpulegacy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/tpu/apiv1/tpupb"
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 	tpu "google.golang.org/api/tpu/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -59,7 +60,6 @@ func newClient(t *testing.T, nodes ...*tpupb.Node) (*tpulegacy.Client, *legacyfa
 		t.Fatalf("NewFromOptions: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	c.PollInterval = time.Millisecond
 	return c, fake
 }
 
@@ -124,9 +124,8 @@ func TestErrorsAreClassifiedLikeV2Errors(t *testing.T) {
 	}
 	fake.Fail(legacyfake.FailRule{RPC: legacyfake.RPCGet, Code: codes.Unavailable, Message: "try again", Times: 1})
 	_, err = c.GetNode(ctx, nodeName)
-	var ge *googleapi.Error
-	if !errors.As(err, &ge) || ge.Code != 503 || !remediate.IsTransient(err) {
-		t.Errorf("GetNode on UNAVAILABLE: err %v, want a transient 503 *googleapi.Error", err)
+	if !remediate.IsTransient(err) || status.Code(errors.Unwrap(errors.Unwrap(err))) != codes.Unavailable {
+		t.Errorf("GetNode on UNAVAILABLE: err %v, want transient with the gRPC status kept", err)
 	}
 	if _, err := c.GetQueuedResource(ctx, parent+"/queuedResources/q"); !errors.Is(err, tpulegacy.ErrNoQueuedResources) || remediate.IsTransient(err) {
 		t.Errorf("GetQueuedResource: err %v, want permanent ErrNoQueuedResources", err)
@@ -143,7 +142,7 @@ func TestDeleteAndCreateRunAsOperations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DeleteNode: %v", err)
 	}
-	if err := c.WaitOperation(ctx, op); err != nil {
+	if err := waitOp(ctx, c, op); err != nil {
 		t.Fatalf("WaitOperation(delete): %v", err)
 	}
 	if n := fake.Node(nodeName); n != nil {
@@ -154,7 +153,7 @@ func TestDeleteAndCreateRunAsOperations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateNode: %v", err)
 	}
-	if err := c.WaitOperation(ctx, op); err != nil {
+	if err := waitOp(ctx, c, op); err != nil {
 		t.Fatalf("WaitOperation(create): %v", err)
 	}
 	got, err := c.GetNode(ctx, nodeName)
@@ -185,10 +184,9 @@ func TestFailedCreateOperationIsAStockoutNotATransientError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateNode: %v", err)
 	}
-	err = c.WaitOperation(ctx, op)
-	var ge *googleapi.Error
-	if !errors.As(err, &ge) || ge.Code != 429 || remediate.IsTransient(err) {
-		t.Errorf("WaitOperation: err %v, want a permanent 429 *googleapi.Error", err)
+	done, err := c.GetOperation(ctx, op)
+	if !done || remediate.KindOf(err) != remediate.KindExhausted {
+		t.Errorf("GetOperation = %v, %v (%s); want done, exhausted", done, err, remediate.KindOf(err))
 	}
 }
 
@@ -255,4 +253,15 @@ func TestPermissionsAreCoveredByTheV2Set(t *testing.T) {
 			t.Errorf("tpulegacy permission %s is not in tpuapi.Permissions", p)
 		}
 	}
+}
+
+// waitOp looks at an operation until it is done.
+func waitOp(ctx context.Context, c remediate.TPU, op string) error {
+	for range 100 {
+		done, err := c.GetOperation(ctx, op)
+		if done || err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("operation %s not done after 100 looks", op)
 }

@@ -201,11 +201,11 @@ func (d deleteOpFails) DeleteNode(ctx context.Context, name string) (string, err
 	return "op-del-bad", nil
 }
 
-func (d deleteOpFails) WaitOperation(ctx context.Context, op string) error {
+func (d deleteOpFails) GetOperation(ctx context.Context, op string) (bool, error) {
 	if op == "op-del-bad" {
-		return &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: delete failed"}
+		return true, &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: delete failed"}
 	}
-	return nil
+	return true, nil
 }
 
 func TestNodeAPersonDeletesAfterOurFailedDeleteIsNotRecreated(t *testing.T) {
@@ -214,8 +214,7 @@ func TestNodeAPersonDeletesAfterOurFailedDeleteIsNotRecreated(t *testing.T) {
 	e.f.set(sNode("a", "TERMINATED"))
 	r := e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	t.Logf("event: %s phase=%s err=%q", r.Action, r.Phase, r.Err)
-	e.h.TPU = e.f
-	e.f.remove(sName("a")) // a person deletes it: they want it gone
+	e.f.remove(sName("a")) // a person deletes it while our failed delete's operation is not looked at yet
 	e.clock.Advance(16 * time.Minute)
 	e.sweep(t)
 	if got := e.f.count("create "); got != 0 {

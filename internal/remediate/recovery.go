@@ -1,0 +1,618 @@
+package remediate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
+)
+
+// This file is the recovery as a pure state machine: Advance takes the saved
+// recovery, what was last observed and what the last call returned, and
+// gives the next recovery and the one call to make next. The handler
+// (run.go) saves the next recovery before it makes the call, and never
+// waits for an operation: after a delete, create or reset is issued the
+// recovery is saved with its operation and a NextLookAt, and a later
+// delivery, sweep or Continue looks at the operation once.
+
+// EffectKind is the call a recovery asks for next.
+type EffectKind string
+
+// Effects. All are TPU calls but markReset and defer, which are ledger
+// writes.
+const (
+	EffectNone      EffectKind = ""                    // nothing now: terminal, or waiting until NextLookAt
+	EffectGet       EffectKind = "get"                 // read the node (Observation.Node)
+	EffectGetQR     EffectKind = "get-queued-resource" // read the queued resource (Observation.QueuedResource)
+	EffectDelete    EffectKind = "delete"              // delete the node
+	EffectCreate    EffectKind = "create"              // create the node from Effect.Spec
+	EffectPoll      EffectKind = "poll-operation"      // look at Effect.Target's operation once
+	EffectReset     EffectKind = "reset"               // reset the queued resource
+	EffectMarkReset EffectKind = "mark-reset"          // ledger: claim the one reset of this incident of the queued resource
+	EffectDefer     EffectKind = "defer"               // ledger: look at the node again at Effect.Due
+)
+
+// Effect is the one call to make next.
+type Effect struct {
+	Kind   EffectKind
+	Target string    // the node, operation or queued resource
+	Spec   *tpu.Node // create: the node to create (createSpec of the saved spec)
+	Due    time.Time // defer
+	Reason string    // defer
+	// Warnings are for the record (create: no startup script to resume
+	// training with, say).
+	Warnings []string
+}
+
+// Observation is the node (and its queued resource) as last read.
+type Observation struct {
+	Node           *tpu.Node           // nil: NOT FOUND
+	QueuedResource *tpu.QueuedResource // nil: NOT FOUND (or not read)
+}
+
+// StepResult is what the last effect returned. The zero value means no
+// effect was made yet in this call: the first Advance after a claim, or a
+// continuation.
+type StepResult struct {
+	Effect    EffectKind
+	Operation string // delete, create, reset: the operation started
+	Done      bool   // poll: the operation finished (Err is then its error)
+	First     bool   // mark-reset: this recovery holds the incident's one reset
+	Err       error  // the call's failure (get: NOT FOUND is not an error but a nil node)
+}
+
+// Timing of continuations.
+const (
+	// LookAgain is when an operation just started, or a node in progress,
+	// is looked at again. Sweeps run every minute (the Terraform module),
+	// so in production the next look is within a minute of this.
+	LookAgain = 30 * time.Second
+	// maxBackoff caps the back-off after a transient failure.
+	maxBackoff = 10 * time.Minute
+	// transientWeight and permanentWeight are what a failure adds to
+	// Recovery.Failures; the limit is permanentWeight×MaxAttempts.
+	transientWeight = 1
+	permanentWeight = 4
+)
+
+// Advance is the recovery's transition function. It is pure.
+func Advance(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
+	if rec.Phase.Terminal() {
+		return rec, Effect{}
+	}
+	if !rec.StartedAt.IsZero() && now.Sub(rec.StartedAt) >= MaxRecoveryAge {
+		return abandon(rec, fmt.Sprintf("still unfinished %s after it started (phase %s; last error: %s)", MaxRecoveryAge, rec.Phase, orNone(rec.LastError))), Effect{}
+	}
+	if rec.Action == ActionReset {
+		return advanceReset(rec, obs, res, now, cfg)
+	}
+	return advanceRecreate(rec, obs, res, now, cfg)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// get asks for a fresh read of the node unless res is one; ok is true when
+// res is a successful read the caller may decide on.
+func get(rec Recovery, res StepResult, now time.Time, cfg Config) (next Recovery, eff Effect, ok bool) {
+	switch {
+	case res.Effect != EffectGet:
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}, false
+	case res.Err != nil:
+		next, eff = fail(rec, "get", res.Err, now, cfg)
+		return next, eff, false
+	}
+	return rec, Effect{}, true
+}
+
+func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
+	node := obs.Node
+	switch rec.Phase {
+	case PhaseClaimed:
+		next, eff, ok := get(rec, res, now, cfg)
+		if !ok {
+			return next, eff
+		}
+		if why := notToRecreate(node, cfg); why != "" {
+			return closeRec(rec, why), Effect{}
+		}
+		// The spec is saved with the phase that requests the delete, in one
+		// write, before the delete is sent.
+		rec.Spec, rec.NodeID = CleanSpec(node), node.Id
+		rec.Phase, rec.DeleteSent, rec.DeleteOp = PhaseDeleting, true, ""
+		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
+
+	case PhaseSaved: // saved before Step: the delete was requested only if DeleteSent said so
+		if deleteSent(rec) {
+			rec.Phase = PhaseDeleting
+			return advanceRecreate(rec, obs, StepResult{}, now, cfg)
+		}
+		next, eff, ok := get(rec, res, now, cfg)
+		if !ok {
+			return next, eff
+		}
+		switch {
+		case node == nil:
+			return closeRec(rec, fmt.Sprintf("node NOT FOUND before recovery gen %d requested its delete: deleted by someone else; not recreated", rec.Generation)), Effect{}
+		case notOurNode(rec, node) != "":
+			return closeRec(rec, notOurNode(rec, node)), Effect{}
+		case healthy(node) || onPurpose(node.State):
+			return closeRec(rec, "node is "+describe(node)+" before recovery gen "+strconv.Itoa(rec.Generation)+" deleted it: not deleted"), Effect{}
+		case node.State == stateDeleting:
+			return closeRec(rec, "node is DELETING before recovery gen "+strconv.Itoa(rec.Generation)+" requested its delete: deleted by someone else; not recreated"), Effect{}
+		}
+		rec.Phase, rec.DeleteSent = PhaseDeleting, true
+		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
+
+	case PhaseFailed: // saved before Step: where to resume is read from the node
+		next, eff, ok := get(rec, res, now, cfg)
+		if !ok {
+			return next, eff
+		}
+		phase, why := resumePhase(rec, node)
+		if why != "" {
+			return closeRec(rec, why), Effect{}
+		}
+		rec.Phase = phase
+		return advanceRecreate(rec, obs, res, now, cfg) // the fresh read serves the resumed phase too
+
+	case PhaseDeleting:
+		return advanceDeleting(rec, obs, res, now, cfg)
+
+	case PhaseDeleted:
+		if rec.Spec == nil {
+			return abandon(rec, "no saved spec to create the node from"), Effect{}
+		}
+		spec, warnings := createSpec(rec.Spec, rec.Generation, cfg)
+		rec.Phase, rec.CreateOp = PhaseCreating, ""
+		return rec, Effect{Kind: EffectCreate, Target: rec.Node, Spec: spec, Warnings: warnings}
+
+	case PhaseCreating:
+		return advanceCreating(rec, obs, res, now, cfg)
+
+	case PhaseCreated:
+		next, eff, ok := get(rec, res, now, cfg)
+		if !ok {
+			return next, eff
+		}
+		switch {
+		case node == nil:
+			// Our node was created and is gone again: create it again.
+			rec.Phase = PhaseDeleted
+			return fail(rec, "get", fmt.Errorf("node NOT FOUND after recovery gen %d's create succeeded", rec.Generation), now, cfg)
+		case !ourGeneration(rec, node):
+			return closeRec(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else; left as it is", describe(node), GenerationLabel, rec.Generation)), Effect{}
+		case healthy(node):
+			return recovered(rec, node), Effect{}
+		}
+		return wait(rec, now, fmt.Sprintf("node is %s after the create succeeded", describe(node)), true)
+	}
+	return abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
+}
+
+// advanceDeleting: the spec is saved and the delete was requested (or is
+// about to be: the effect of the transition into deleting).
+func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
+	node := obs.Node
+	switch {
+	case res.Effect == EffectDelete && res.Err == nil:
+		rec.DeleteOp = res.Operation
+		return wait(rec, now, "", false)
+	case res.Effect == EffectDelete:
+		// Refused, lost, or NOT FOUND: whatever the answer, believe the
+		// node, read now, so a node a person deletes while we back off is
+		// not taken for ours. The failure is counted (a node that exists
+		// while delete says NOT FOUND must not loop forever); a NOT FOUND
+		// is looked into at once, other failures after their back-off.
+		if IsNotFound(res.Err) {
+			rec.Failures += transientWeight
+			rec.LastError = "delete: " + res.Err.Error()
+			if rec.Failures >= failureLimit(cfg) {
+				return abandon(rec, "delete answered NOT FOUND too often while the node exists: "+res.Err.Error()), Effect{}
+			}
+			return rec, Effect{Kind: EffectGet, Target: rec.Node}
+		}
+		rec, _ = fail(rec, "delete", res.Err, now, cfg)
+		if !rec.Unfinished() {
+			return rec, Effect{}
+		}
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}
+	case rec.DeleteOp != "" && res.Effect != EffectPoll:
+		return rec, Effect{Kind: EffectPoll, Target: rec.DeleteOp}
+	case rec.DeleteOp != "" && !res.Done && IsNotFound(res.Err):
+		rec.DeleteOp = "" // the operation is unknown: believe the node
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}
+	case rec.DeleteOp != "" && !res.Done && res.Err != nil:
+		return fail(rec, "poll-delete", res.Err, now, cfg)
+	case rec.DeleteOp != "" && !res.Done:
+		return wait(rec, now, "", false)
+	case rec.DeleteOp != "" && res.Err != nil:
+		// Finished with an error, never polled again: the delete did not
+		// happen. Back to saved: a node a person deletes meanwhile is not
+		// ours to recreate.
+		rec.DeleteOp, rec.Phase, rec.DeleteSent = "", PhaseSaved, false
+		return fail(rec, "delete operation", res.Err, now, cfg)
+	case rec.DeleteOp != "":
+		// Finished: never polled again. Deleted only when the node says so.
+		rec.DeleteOp = ""
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}
+	}
+	next, eff, ok := get(rec, res, now, cfg)
+	if !ok {
+		return next, eff
+	}
+	switch {
+	case node == nil:
+		rec.Phase = PhaseDeleted
+		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
+	case notOurNode(rec, node) != "":
+		return closeRec(rec, notOurNode(rec, node)), Effect{}
+	case node.State == stateDeleting:
+		// Our delete (its answer lost, or its operation finished) is still
+		// under way: look again later, counted, so a node stuck DELETING
+		// ends abandoned rather than looked at forever.
+		return wait(rec, now, "node is still DELETING", true)
+	}
+	if healthy(node) || onPurpose(node.State) {
+		return closeRec(rec, "node is "+describe(node)+" and our delete did not happen: not deleted"), Effect{}
+	}
+	// The node is there and not being deleted: the delete did not happen.
+	if rec.NextLookAt.After(now) {
+		// A failure of this call is backing off (run clears NextLookAt
+		// when it starts): delete again after it, from saved.
+		rec.Phase, rec.DeleteSent = PhaseSaved, false
+		return rec, Effect{}
+	}
+	return rec, Effect{Kind: EffectDelete, Target: rec.Node}
+}
+
+// advanceCreating: the create was requested (or is about to be).
+func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
+	node := obs.Node
+	switch {
+	case res.Effect == EffectCreate && res.Err == nil:
+		rec.CreateOp = res.Operation
+		return wait(rec, now, "", false)
+	case res.Effect == EffectCreate && IsAlreadyExists(res.Err):
+		return rec, Effect{Kind: EffectGet, Target: rec.Node} // whose node is it?
+	case res.Effect == EffectCreate && isExhausted(res.Err):
+		rec.Phase = PhaseDeleted
+		return fail(rec, "create", res.Err, now, cfg)
+	case res.Effect == EffectCreate:
+		// Refused, or its answer lost: read the node next time.
+		return fail(rec, "create", res.Err, now, cfg)
+	case rec.CreateOp != "" && res.Effect != EffectPoll:
+		return rec, Effect{Kind: EffectPoll, Target: rec.CreateOp}
+	case rec.CreateOp != "" && !res.Done && IsNotFound(res.Err):
+		rec.CreateOp = ""
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}
+	case rec.CreateOp != "" && !res.Done && res.Err != nil:
+		return fail(rec, "poll-create", res.Err, now, cfg)
+	case rec.CreateOp != "" && !res.Done:
+		return wait(rec, now, "", false)
+	case rec.CreateOp != "" && res.Err == nil:
+		rec.Phase, rec.CreateOp = PhaseCreated, ""
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}
+	case rec.CreateOp != "":
+		// The create's operation failed: never polled again. The recovery
+		// returns to "deleted, spec saved" and creates again later.
+		rec.Phase, rec.CreateOp = PhaseDeleted, ""
+		return fail(rec, "create operation", res.Err, now, cfg)
+	}
+	next, eff, ok := get(rec, res, now, cfg)
+	if !ok {
+		return next, eff
+	}
+	switch {
+	case node == nil:
+		rec.Phase = PhaseDeleted // the create did not take: request it again
+		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
+	case ourGeneration(rec, node) && healthy(node):
+		return recovered(rec, node), Effect{}
+	case ourGeneration(rec, node):
+		// Ours (the create's answer was lost), not READY yet: a CREATING
+		// node is never recovered. Look again.
+		return wait(rec, now, fmt.Sprintf("node is %s", describe(node)), node.State != "CREATING")
+	case rec.NodeID != 0 && node.Id == rec.NodeID:
+		// The very node whose spec we saved: our delete never happened.
+		rec.Phase = PhaseDeleting
+		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
+	}
+	return closeRec(rec, fmt.Sprintf("node already existed when recreating it (%s, id %d, no label %s=%d): created by someone else; left as it is",
+		describe(node), node.Id, GenerationLabel, rec.Generation)), Effect{}
+}
+
+func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
+	node := obs.Node
+	switch rec.Phase {
+	case PhaseClaimed:
+		if res.Effect == EffectMarkReset {
+			switch {
+			case res.Err != nil:
+				return fail(rec, "mark-reset", res.Err, now, cfg)
+			case !res.First:
+				// Another slice's recovery reset it (or a crashed attempt of
+				// ours marked it): look again when the mark expires.
+				why := fmt.Sprintf("queued resource %s reset recently (another slice's recovery)", rec.QueuedResource)
+				return closeRec(rec, why), Effect{Kind: EffectDefer, Target: rec.Node, Due: now.Add(resetMarkTTL(cfg)), Reason: why}
+			}
+			rec.Phase, rec.CreateOp = PhaseResetting, ""
+			return rec, Effect{Kind: EffectReset, Target: rec.QueuedResource}
+		}
+		next, eff, ok := get(rec, res, now, cfg)
+		if !ok {
+			return next, eff
+		}
+		switch {
+		case node == nil:
+			return closeRec(rec, "node NOT FOUND before the reset: not reset"), Effect{}
+		case node.QueuedResource == "":
+			return closeRec(rec, "node is no longer owned by a queued resource: not reset"), Effect{}
+		case healthy(node) || onPurpose(node.State):
+			return closeRec(rec, "node is "+describe(node)+" by the time it was claimed: not reset"), Effect{}
+		}
+		rec.QueuedResource = node.QueuedResource
+		rec.Spec, rec.NodeID = CleanSpec(node), node.Id
+		return rec, Effect{Kind: EffectMarkReset, Target: rec.QueuedResource}
+
+	case PhaseSaved, PhaseDeleting, PhaseDeleted, PhaseFailed: // reset phases saved before Step
+		rec.Phase = PhaseResetting
+		if rec.QueuedResource == "" {
+			return closeRec(rec, "no queued resource to reset"), Effect{}
+		}
+		return advanceReset(rec, obs, StepResult{}, now, cfg)
+
+	case PhaseCreating: // a reset saved before Step: its operation in CreateOp
+		rec.Phase = PhaseResetting
+		return advanceReset(rec, obs, res, now, cfg)
+
+	case PhaseResetting:
+		return advanceResetting(rec, obs, res, now, cfg)
+
+	case PhaseReset:
+		next, eff, ok := get(rec, res, now, cfg)
+		if !ok {
+			return next, eff
+		}
+		if node != nil && healthy(node) {
+			return recovered(rec, node), Effect{}
+		}
+		return wait(rec, now, "node is "+describeOrNotFound(node)+" after the reset", true)
+	}
+	return abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
+}
+
+// advanceResetting: the reset was requested (or is about to be). A reset is
+// sent again only when the queued resource shows it did not happen, so a
+// lost answer never makes a second reset.
+func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
+	switch {
+	case res.Effect == EffectReset && res.Err == nil:
+		rec.CreateOp = res.Operation
+		return wait(rec, now, "", false)
+	case res.Effect == EffectReset:
+		return fail(rec, "reset", res.Err, now, cfg)
+	case rec.CreateOp != "" && res.Effect != EffectPoll:
+		return rec, Effect{Kind: EffectPoll, Target: rec.CreateOp}
+	case rec.CreateOp != "" && !res.Done && IsNotFound(res.Err):
+		rec.CreateOp = ""
+		return rec, Effect{Kind: EffectGetQR, Target: rec.QueuedResource}
+	case rec.CreateOp != "" && !res.Done && res.Err != nil:
+		return fail(rec, "poll-reset", res.Err, now, cfg)
+	case rec.CreateOp != "" && !res.Done:
+		return wait(rec, now, "", false)
+	case rec.CreateOp != "" && res.Err == nil:
+		rec.Phase, rec.CreateOp = PhaseReset, ""
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}
+	case rec.CreateOp != "":
+		rec.CreateOp = "" // finished with an error: never polled again
+		return fail(rec, "reset operation", res.Err, now, cfg)
+	case res.Effect == EffectGetQR && res.Err != nil:
+		return fail(rec, "get-queued-resource", res.Err, now, cfg)
+	case res.Effect == EffectGetQR:
+		qr := obs.QueuedResource
+		if qr == nil {
+			return closeRec(rec, fmt.Sprintf("queued resource %s NOT FOUND: not reset", rec.QueuedResource)), Effect{}
+		}
+		switch state := qrState(qr); state {
+		case "ACTIVE":
+			// Reset and finished already (its answer lost), or never sent:
+			// the node tells.
+			return rec, Effect{Kind: EffectGet, Target: rec.Node}
+		case "SUSPENDED", "FAILED":
+			return rec, Effect{Kind: EffectReset, Target: rec.QueuedResource}
+		default:
+			// The platform is working on it: our reset took effect.
+			rec.Phase = PhaseReset
+			return wait(rec, now, "", false)
+		}
+	case res.Effect == EffectGet && res.Err != nil:
+		return fail(rec, "get", res.Err, now, cfg)
+	case res.Effect == EffectGet:
+		if obs.Node != nil && healthy(obs.Node) {
+			return recovered(rec, obs.Node), Effect{}
+		}
+		return rec, Effect{Kind: EffectReset, Target: rec.QueuedResource}
+	}
+	return rec, Effect{Kind: EffectGetQR, Target: rec.QueuedResource}
+}
+
+func qrState(q *tpu.QueuedResource) string {
+	if q.State == nil || q.State.State == "" {
+		return "STATE_UNSPECIFIED"
+	}
+	return q.State.State
+}
+
+func describeOrNotFound(n *tpu.Node) string {
+	if n == nil {
+		return "NOT FOUND"
+	}
+	return describe(n)
+}
+
+// resetMarkTTL is how long a queued resource's one reset per incident is
+// remembered.
+func resetMarkTTL(cfg Config) time.Duration {
+	lease := cfg.Lease
+	if lease <= 0 {
+		lease = DefaultConfig().Lease
+	}
+	return max(cfg.Cooldown, lease)
+}
+
+func ourGeneration(rec Recovery, n *tpu.Node) bool {
+	return n.Labels[GenerationLabel] == strconv.Itoa(rec.Generation)
+}
+
+func failureLimit(cfg Config) int {
+	m := cfg.MaxAttempts
+	if m <= 0 {
+		m = DefaultMaxAttempts
+	}
+	return permanentWeight * m
+}
+
+func leaseOf(cfg Config) time.Duration {
+	if cfg.Lease > 0 {
+		return cfg.Lease
+	}
+	return DefaultConfig().Lease
+}
+
+// wait keeps the recovery as it is until NextLookAt. counted waits (a node
+// not where it should be) add a transient failure and back off, so they
+// are bounded.
+func wait(rec Recovery, now time.Time, why string, counted bool) (Recovery, Effect) {
+	if !counted {
+		rec.NextLookAt = now.Add(LookAgain)
+		return rec, Effect{}
+	}
+	rec.Failures += transientWeight
+	rec.LastError = why
+	rec.NextLookAt = now.Add(backoff(rec.Failures))
+	return rec, Effect{}
+}
+
+func backoff(failures int) time.Duration {
+	d := LookAgain
+	for i := 1; i < failures && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// fail records a failed call of step: a stockout waits a lease and is
+// never counted; a transient failure backs off; a permanent one waits a
+// lease. Either counts toward the limit, beyond which the recovery is
+// abandoned.
+func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Recovery, Effect) {
+	kind := KindOf(err)
+	if kind == KindTransient && strings.HasSuffix(step, " operation") {
+		// An operation that ran and ended INTERNAL or UNAVAILABLE is
+		// retried, but weighs as a permanent failure: bounded per incident
+		// at MaxAttempts, as each retry is a whole create or reset.
+		kind = KindPermanent
+	}
+	rec.LastError = fmt.Sprintf("%s (%s): %v", step, kind, err)
+	switch kind {
+	case KindExhausted:
+		rec.NextLookAt = now.Add(leaseOf(cfg))
+		return rec, Effect{}
+	case KindPermanent, KindAlreadyExists:
+		rec.Failures += permanentWeight
+		rec.NextLookAt = now.Add(leaseOf(cfg))
+	default:
+		rec.Failures += transientWeight
+		rec.NextLookAt = now.Add(backoff(rec.Failures))
+	}
+	if rec.Failures >= failureLimit(cfg) {
+		return abandon(rec, fmt.Sprintf("%d failures (weighted; limit %d), the last: %s", rec.Failures, failureLimit(cfg), rec.LastError)), Effect{}
+	}
+	return rec, Effect{}
+}
+
+func abandon(rec Recovery, why string) Recovery {
+	rec.Phase = PhaseAbandoned
+	rec.LastError = "abandoned; needs a person: " + why
+	rec.NextLookAt = time.Time{}
+	return rec
+}
+
+func closeRec(rec Recovery, why string) Recovery {
+	rec.Phase = PhaseClosed
+	rec.LastError = why
+	rec.NextLookAt = time.Time{}
+	return rec
+}
+
+func recovered(rec Recovery, n *tpu.Node) Recovery {
+	rec.Phase = PhaseRecovered
+	rec.LastError = ""
+	rec.NextLookAt = time.Time{}
+	return rec
+}
+
+// notToRecreate re-runs the node decision on the node as read right after
+// the claim, before its spec is saved and it is deleted: the decision was
+// made from an earlier read. It says why the node must not be recreated, or
+// "" when it still needs it.
+func notToRecreate(node *tpu.Node, cfg Config) string {
+	switch {
+	case node == nil:
+		return "node NOT FOUND before its spec was saved: deleted by someone else; not recreated"
+	case healthy(node), onPurpose(node.State):
+		return "node is " + describe(node) + " by the time it was claimed: not recreated"
+	case node.State == stateDeleting:
+		return "node is DELETING by the time it was claimed: deleted by someone else; not recreated"
+	case cfg.LabelKey == "" || node.Labels[cfg.LabelKey] != cfg.LabelValue:
+		return fmt.Sprintf("node no longer has label %s=%s by the time it was claimed: not recreated", cfg.LabelKey, cfg.LabelValue)
+	case node.QueuedResource != "":
+		return "node is owned by queued resource " + node.QueuedResource + " by the time it was claimed: not recreated (a queued resource is reset, never its node deleted)"
+	}
+	return ""
+}
+
+// notOurNode says why node (non-nil) must not be deleted by rec: it is not
+// the node whose spec rec saved. "" when it is, or when that is unknown
+// (NodeID 0: a legacy TPU Node, or a recovery saved before NodeID existed).
+func notOurNode(rec Recovery, node *tpu.Node) string {
+	if rec.NodeID == 0 || node.Id == 0 || node.Id == rec.NodeID || ourGeneration(rec, node) {
+		return ""
+	}
+	return fmt.Sprintf("node %s is id %d, not id %d whose spec recovery gen %d saved: created by someone else; never deleted",
+		describe(node), node.Id, rec.NodeID, rec.Generation)
+}
+
+// deleteSent reports whether rec may have requested the node's delete.
+// Recoveries saved before DeleteSent existed say so by their operations.
+func deleteSent(rec Recovery) bool {
+	return rec.DeleteSent || rec.DeleteOp != "" || rec.CreateOp != ""
+}
+
+// resumePhase says where a recreate saved as failed (before Step) resumes,
+// from the node as the API shows it now, or (why != "") that the recovery
+// must be closed: what it would do next is not ours to do.
+func resumePhase(rec Recovery, node *tpu.Node) (phase Phase, why string) {
+	switch {
+	case node == nil && rec.Spec == nil:
+		return PhaseClaimed, "" // claimed closes it: nothing to recreate from
+	case node == nil && !deleteSent(rec):
+		return "", fmt.Sprintf("node NOT FOUND, and recovery gen %d never deleted it: deleted by someone else; not recreated", rec.Generation)
+	case node == nil:
+		return PhaseDeleted, ""
+	case ourGeneration(rec, node):
+		return PhaseCreating, "" // creating reads the node: READY is recovered, CREATING waits
+	case notOurNode(rec, node) != "":
+		return "", notOurNode(rec, node)
+	case rec.Spec == nil:
+		return PhaseClaimed, ""
+	}
+	return PhaseDeleting, "" // deleting reads the node: DELETING waits, present is deleted again
+}

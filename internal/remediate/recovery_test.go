@@ -1,0 +1,223 @@
+package remediate
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/api/googleapi"
+	tpu "google.golang.org/api/tpu/v2"
+)
+
+// TestAdvance has one row per transition of the recovery state machine.
+func TestAdvance(t *testing.T) {
+	now := time.Date(2026, 11, 20, 4, 0, 0, 0, time.UTC)
+	cfg := DefaultConfig()
+	const name = "projects/p/locations/z/nodes/n"
+	const op = "projects/p/locations/z/operations/op-1"
+	node := func(state string, labels ...string) *tpu.Node {
+		n := &tpu.Node{Name: name, Id: 7, State: state, AcceleratorType: "v4-8", RuntimeVersion: "r",
+			Labels: map[string]string{"tpu-autoheal": "enabled"}}
+		if state == "READY" {
+			n.Health = "HEALTHY"
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			n.Labels[labels[i]] = labels[i+1]
+		}
+		return n
+	}
+	ours := func(state string) *tpu.Node { n := node(state, GenerationLabel, "1"); n.Id = 8; return n }
+	spec := CleanSpec(node("TERMINATED"))
+	rec := func(p Phase, mod ...func(*Recovery)) Recovery {
+		r := Recovery{Node: name, Action: ActionRecreate, Phase: p, Generation: 1, StartedAt: now.Add(-time.Minute)}
+		if p != PhaseClaimed {
+			r.Spec, r.NodeID = spec, 7
+		}
+		for _, m := range mod {
+			m(&r)
+		}
+		return r
+	}
+	withDeleteOp := func(r *Recovery) { r.DeleteOp = op }
+	withCreateOp := func(r *Recovery) { r.CreateOp = op }
+	reset := func(r *Recovery) {
+		r.Action, r.QueuedResource = ActionReset, "projects/p/locations/z/queuedResources/q"
+	}
+	api := func(code int, msg string) error { return &googleapi.Error{Code: code, Message: msg} }
+	qr := func(state string) *tpu.QueuedResource {
+		return &tpu.QueuedResource{State: &tpu.QueuedResourceState{State: state}}
+	}
+
+	tests := []struct {
+		name      string
+		rec       Recovery
+		obs       Observation
+		res       StepResult
+		wantPhase Phase
+		wantEff   EffectKind
+		wantWait  bool // NextLookAt set
+		check     func(t *testing.T, got Recovery)
+	}{
+		{name: "claimed: the node is read first", rec: rec(PhaseClaimed), wantPhase: PhaseClaimed, wantEff: EffectGet},
+		{name: "claimed, node still TERMINATED: spec saved with the deleting phase, then delete", rec: rec(PhaseClaimed),
+			obs: Observation{Node: node("TERMINATED")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantEff: EffectDelete,
+			check: func(t *testing.T, got Recovery) {
+				if got.Spec == nil || got.NodeID != 7 || !got.DeleteSent {
+					t.Errorf("spec %v node id %d DeleteSent %v; want the spec and id saved with the delete", got.Spec, got.NodeID, got.DeleteSent)
+				}
+			}},
+		{name: "claimed, node recovered by itself: closed", rec: rec(PhaseClaimed), obs: Observation{Node: node("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
+		{name: "claimed, node NOT FOUND: closed, not ours", rec: rec(PhaseClaimed), res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
+		{name: "claimed, read fails transiently: wait", rec: rec(PhaseClaimed), res: StepResult{Effect: EffectGet, Err: api(503, "")}, wantPhase: PhaseClaimed, wantWait: true},
+		{name: "deleting, delete answered: operation saved, wait", rec: rec(PhaseDeleting), res: StepResult{Effect: EffectDelete, Operation: op}, wantPhase: PhaseDeleting, wantWait: true,
+			check: func(t *testing.T, got Recovery) {
+				if got.DeleteOp != op {
+					t.Errorf("DeleteOp = %q, want %q", got.DeleteOp, op)
+				}
+			}},
+		{name: "deleting, delete answered 404: read the node", rec: rec(PhaseDeleting), res: StepResult{Effect: EffectDelete, Err: api(404, "")}, wantPhase: PhaseDeleting, wantEff: EffectGet},
+		{name: "deleting, delete refused: read the node before backing off", rec: rec(PhaseDeleting), res: StepResult{Effect: EffectDelete, Err: api(400, "FAILED_PRECONDITION")}, wantPhase: PhaseDeleting, wantEff: EffectGet, wantWait: true},
+		{name: "deleting, after a refused delete the node is there: back to saved, wait", rec: rec(PhaseDeleting, func(r *Recovery) { r.NextLookAt = now.Add(time.Minute) }),
+			obs: Observation{Node: node("TERMINATED")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseSaved, wantWait: true},
+		{name: "deleting without operation, node there: delete again", rec: rec(PhaseDeleting), obs: Observation{Node: node("TERMINATED")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantEff: EffectDelete},
+		{name: "deleting, node NOT FOUND: deleted, create with the saved spec", rec: rec(PhaseDeleting), res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "deleting, node still DELETING: counted wait", rec: rec(PhaseDeleting), obs: Observation{Node: node("DELETING")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantWait: true,
+			check: func(t *testing.T, got Recovery) {
+				if got.Failures != 1 {
+					t.Errorf("Failures = %d, want 1: a node still DELETING after its delete is counted", got.Failures)
+				}
+			}},
+		{name: "deleting, a node of another id: closed, never deleted", rec: rec(PhaseDeleting), obs: Observation{Node: func() *tpu.Node { n := node("TERMINATED"); n.Id = 99; return n }()}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
+		{name: "deleting with operation: look at it once", rec: rec(PhaseDeleting, withDeleteOp), wantPhase: PhaseDeleting, wantEff: EffectPoll},
+		{name: "deleting, operation running: wait", rec: rec(PhaseDeleting, withDeleteOp), res: StepResult{Effect: EffectPoll}, wantPhase: PhaseDeleting, wantWait: true},
+		{name: "deleting, operation done: never polled again, read the node", rec: rec(PhaseDeleting, withDeleteOp), res: StepResult{Effect: EffectPoll, Done: true}, wantPhase: PhaseDeleting, wantEff: EffectGet,
+			check: func(t *testing.T, got Recovery) {
+				if got.DeleteOp != "" {
+					t.Errorf("DeleteOp = %q, want it cleared", got.DeleteOp)
+				}
+			}},
+		{name: "deleting, operation failed: back to saved, counted", rec: rec(PhaseDeleting, withDeleteOp), res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 13, "internal")}, wantPhase: PhaseSaved, wantWait: true},
+		{name: "deleting, operation unknown (404): read the node", rec: rec(PhaseDeleting, withDeleteOp), res: StepResult{Effect: EffectPoll, Err: api(404, "")}, wantPhase: PhaseDeleting, wantEff: EffectGet},
+		{name: "deleting, poll rate-limited (429): transient wait", rec: rec(PhaseDeleting, withDeleteOp), res: StepResult{Effect: EffectPoll, Err: api(429, "Quota exceeded for requests per minute")}, wantPhase: PhaseDeleting, wantWait: true,
+			check: func(t *testing.T, got Recovery) {
+				if got.Failures != transientWeight {
+					t.Errorf("Failures = %d, want %d (transient)", got.Failures, transientWeight)
+				}
+			}},
+		{name: "saved, delete not sent, node there: deleting, delete", rec: rec(PhaseSaved), obs: Observation{Node: node("TERMINATED")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantEff: EffectDelete},
+		{name: "saved, delete not sent, node NOT FOUND: closed, deleted by someone else", rec: rec(PhaseSaved), res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
+		{name: "saved before Step with DeleteSent: resumes as deleting", rec: rec(PhaseSaved, func(r *Recovery) { r.DeleteSent = true }), wantPhase: PhaseDeleting, wantEff: EffectGet},
+		{name: "deleted: creating, create", rec: rec(PhaseDeleted), wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "creating, create answered: operation saved, wait", rec: rec(PhaseCreating), res: StepResult{Effect: EffectCreate, Operation: op}, wantPhase: PhaseCreating, wantWait: true},
+		{name: "creating, stockout: back to deleted, not counted", rec: rec(PhaseCreating), res: StepResult{Effect: EffectCreate, Err: api(429, "There is no more capacity in the zone")}, wantPhase: PhaseDeleted, wantWait: true,
+			check: func(t *testing.T, got Recovery) {
+				if got.Failures != 0 {
+					t.Errorf("Failures = %d, want 0 for a stockout", got.Failures)
+				}
+			}},
+		{name: "creating, answer lost: wait, then read", rec: rec(PhaseCreating), res: StepResult{Effect: EffectCreate, Err: api(500, "")}, wantPhase: PhaseCreating, wantWait: true},
+		{name: "creating, ALREADY_EXISTS: read whose node it is", rec: rec(PhaseCreating), res: StepResult{Effect: EffectCreate, Err: api(409, "ALREADY_EXISTS")}, wantPhase: PhaseCreating, wantEff: EffectGet},
+		{name: "creating, our node CREATING: never recovered, wait", rec: rec(PhaseCreating), obs: Observation{Node: ours("CREATING")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantWait: true},
+		{name: "creating, our node READY: recovered", rec: rec(PhaseCreating), obs: Observation{Node: ours("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseRecovered},
+		{name: "creating, node NOT FOUND: the create did not take, create again", rec: rec(PhaseCreating), res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "creating, the original node (our delete never happened): delete it", rec: rec(PhaseCreating), obs: Observation{Node: node("TERMINATED")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantEff: EffectDelete},
+		{name: "creating, someone else's node: closed", rec: rec(PhaseCreating), obs: Observation{Node: func() *tpu.Node { n := node("READY"); n.Id = 99; return n }()}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
+		{name: "creating with operation: look at it once", rec: rec(PhaseCreating, withCreateOp), wantPhase: PhaseCreating, wantEff: EffectPoll},
+		{name: "creating, operation done: created, read the node", rec: rec(PhaseCreating, withCreateOp), res: StepResult{Effect: EffectPoll, Done: true}, wantPhase: PhaseCreated, wantEff: EffectGet},
+		{name: "creating, operation ended RESOURCE_EXHAUSTED: back to deleted, spec kept, not counted", rec: rec(PhaseCreating, withCreateOp),
+			res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 8, "There is no more capacity in the zone")}, wantPhase: PhaseDeleted, wantWait: true,
+			check: func(t *testing.T, got Recovery) {
+				if got.Spec == nil || got.Failures != 0 || got.CreateOp != "" || !got.NextLookAt.Equal(now.Add(cfg.Lease)) {
+					t.Errorf("got %+v; want spec kept, not counted, operation forgotten, next look after a lease", got)
+				}
+			}},
+		{name: "creating, operation ended PERMISSION_DENIED: back to deleted, counted permanent", rec: rec(PhaseCreating, withCreateOp),
+			res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 7, "denied")}, wantPhase: PhaseDeleted, wantWait: true,
+			check: func(t *testing.T, got Recovery) {
+				if got.Failures != permanentWeight {
+					t.Errorf("Failures = %d, want %d", got.Failures, permanentWeight)
+				}
+			}},
+		{name: "created, our node READY: recovered", rec: rec(PhaseCreated), obs: Observation{Node: ours("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseRecovered},
+		{name: "created, node without our label: closed", rec: rec(PhaseCreated), obs: Observation{Node: node("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
+		{name: "created, our node still CREATING: counted wait", rec: rec(PhaseCreated), obs: Observation{Node: ours("CREATING")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreated, wantWait: true},
+		{name: "failed before Step, node gone after our delete: deleted, create", rec: rec(PhaseFailed, func(r *Recovery) { r.DeleteSent = true }), res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "failed before Step, node gone, never deleted by us: closed", rec: rec(PhaseFailed), res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
+		{name: "failed before Step, our node with a create operation: look at the operation", rec: rec(PhaseFailed, withCreateOp), obs: Observation{Node: ours("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectPoll},
+		{name: "done before Step: terminal", rec: rec(PhaseDone), wantPhase: PhaseDone},
+		{name: "too many failures: abandoned", rec: rec(PhaseDeleting, func(r *Recovery) { r.Failures = failureLimit(cfg) - 1 }), res: StepResult{Effect: EffectDelete, Err: api(503, "")}, wantPhase: PhaseAbandoned},
+		{name: "too old: abandoned", rec: rec(PhaseDeleted, func(r *Recovery) { r.StartedAt = now.Add(-MaxRecoveryAge) }), wantPhase: PhaseAbandoned},
+
+		{name: "reset claimed: read the node", rec: rec(PhaseClaimed, reset), wantPhase: PhaseClaimed, wantEff: EffectGet},
+		{name: "reset claimed, node PREEMPTED: claim the incident's one reset", rec: rec(PhaseClaimed, reset),
+			obs: Observation{Node: func() *tpu.Node {
+				n := node("PREEMPTED")
+				n.QueuedResource = "projects/p/locations/z/queuedResources/q"
+				return n
+			}()}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseClaimed, wantEff: EffectMarkReset},
+		{name: "reset claimed, this recovery holds the reset: resetting, reset", rec: rec(PhaseClaimed, reset), res: StepResult{Effect: EffectMarkReset, First: true}, wantPhase: PhaseResetting, wantEff: EffectReset},
+		{name: "reset claimed, another slice reset it: closed, look again later", rec: rec(PhaseClaimed, reset), res: StepResult{Effect: EffectMarkReset}, wantPhase: PhaseClosed, wantEff: EffectDefer},
+		{name: "resetting, reset answered: wait", rec: rec(PhaseResetting, reset), res: StepResult{Effect: EffectReset, Operation: op}, wantPhase: PhaseResetting, wantWait: true},
+		{name: "resetting without operation: read the queued resource", rec: rec(PhaseResetting, reset), wantPhase: PhaseResetting, wantEff: EffectGetQR},
+		{name: "resetting, queued resource provisioning: our reset took effect", rec: rec(PhaseResetting, reset), obs: Observation{QueuedResource: qr("PROVISIONING")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseReset, wantWait: true},
+		{name: "resetting, queued resource FAILED: reset again", rec: rec(PhaseResetting, reset), obs: Observation{QueuedResource: qr("FAILED")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantEff: EffectReset},
+		{name: "resetting, queued resource ACTIVE: the node tells", rec: rec(PhaseResetting, reset), obs: Observation{QueuedResource: qr("ACTIVE")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantEff: EffectGet},
+		{name: "resetting, ACTIVE and node READY: recovered, no second reset", rec: rec(PhaseResetting, reset), obs: Observation{Node: node("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseRecovered},
+		{name: "resetting, queued resource NOT FOUND: closed", rec: rec(PhaseResetting, reset), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed},
+		{name: "resetting with operation: look at it once", rec: rec(PhaseResetting, reset, withCreateOp), wantPhase: PhaseResetting, wantEff: EffectPoll},
+		{name: "resetting, operation done: reset, read the node", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll, Done: true}, wantPhase: PhaseReset, wantEff: EffectGet},
+		{name: "resetting, operation ended INTERNAL: counted as permanent, operation forgotten", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 13, "internal")}, wantPhase: PhaseResetting, wantWait: true,
+			check: func(t *testing.T, got Recovery) {
+				if got.CreateOp != "" || got.Failures != permanentWeight {
+					t.Errorf("CreateOp %q Failures %d; want the finished operation forgotten and the failure bounded", got.CreateOp, got.Failures)
+				}
+			}},
+		{name: "reset, node READY: recovered", rec: rec(PhaseReset, reset), obs: Observation{Node: node("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseRecovered},
+		{name: "reset, node not back yet: counted wait", rec: rec(PhaseReset, reset), res: StepResult{Effect: EffectGet}, wantPhase: PhaseReset, wantWait: true},
+		{name: "reset saved before Step as creating: resetting with its operation", rec: rec(PhaseCreating, reset, withCreateOp), wantPhase: PhaseResetting, wantEff: EffectPoll},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, eff := Advance(tt.rec, tt.obs, tt.res, now, cfg)
+			if got.Phase != tt.wantPhase || eff.Kind != tt.wantEff {
+				t.Errorf("Advance = phase %s effect %q (last error %q), want phase %s effect %q", got.Phase, eff.Kind, got.LastError, tt.wantPhase, tt.wantEff)
+			}
+			if wait := !got.NextLookAt.IsZero(); wait != tt.wantWait {
+				t.Errorf("NextLookAt = %v, want set %v", got.NextLookAt, tt.wantWait)
+			}
+			if got.Phase.Terminal() && eff.Kind != EffectNone && eff.Kind != EffectDefer {
+				t.Errorf("terminal phase %s asks for %s", got.Phase, eff.Kind)
+			}
+			if eff.Kind == EffectDelete && got.Spec == nil {
+				t.Error("delete asked for without a saved spec")
+			}
+			if tt.check != nil {
+				tt.check(t, got)
+			}
+		})
+	}
+}
+
+func TestKindOfFinishedOperation(t *testing.T) {
+	for _, tt := range []struct {
+		code int32
+		msg  string
+		want Kind
+	}{
+		{8, "There is no more capacity in the zone", KindExhausted},
+		{8, "Quota 'TPUV4_CHIPS' exceeded", KindExhausted},
+		{13, "internal", KindTransient},
+		{14, "unavailable", KindTransient},
+		{3, "bad", KindPermanent},
+		{7, "denied", KindPermanent},
+		{9, "precondition", KindPermanent},
+		{5, "gone", KindNotFound},
+	} {
+		if got := KindOf(OperationError("op", tt.code, tt.msg)); got != tt.want {
+			t.Errorf("KindOf(operation ended %d %q) = %s, want %s", tt.code, tt.msg, got, tt.want)
+		}
+	}
+	if KindOf(errors.New("unexpected end of JSON input")) != KindTransient {
+		t.Error("a malformed answer is not transient")
+	}
+}
