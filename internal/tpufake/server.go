@@ -143,7 +143,7 @@ type Server struct {
 	logNext   int
 	counts    map[countKey]int
 	succeeded map[string]int // operations that finished without error, by RPC
-	maint     maintState // maintenance.go
+	maint     maintState     // maintenance.go
 }
 
 type countKey struct{ rpc, name string }
