@@ -38,6 +38,12 @@ type Handler struct {
 	// Maintenance handles upcoming-maintenance notices of opted-in READY
 	// nodes (prepare, maintain; #10); nil = off.
 	Maintenance *Maintainer
+	// Resume closes incidents once the guest reports training resumed
+	// (#11): checked after a record of a node seen READY and HEALTHY, and
+	// for every open incident at the end of a sweep (resume_hook.go); nil
+	// = off. Its incidents open and close from records when the Recorder
+	// is Resume.Recording(…).
+	Resume *ResumeWatcher
 }
 
 // Defaults of the Handler's knobs.
@@ -196,19 +202,22 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 		r.Cause = events.CauseMaintenance
 		r.Reason = fmt.Sprintf("maintenance event at %s seen in healthDescription; %s", o.markTime.UTC().Format(time.RFC3339Nano), r.Reason)
 	}
-	actErr := h.perform(ctx, ev, obs, hist, d, &r)
+	actErr := h.perform(ctx, ev, &obs, hist, d, &r)
 	if d.Action == ActionRecord && actErr == nil {
 		actErr = h.maintenanceHook(ctx, ev, obs, &r, o.quiet)
 	}
 	if o.quiet && r.Action == ActionRecord && actErr == nil && o.markID == "" && r.Outcome == "" {
 		return r, nil
 	}
-	return h.finish(ctx, ev, r, actErr, eventID)
+	r, err = h.finish(ctx, ev, r, actErr, eventID)
+	h.resumeHook(ctx, obs.Node, r, err)
+	return r, err
 }
 
 // perform does what the decision says, in order: ledger effects, then a
 // close or a claim and the recovery's steps.
-func (h *Handler) perform(ctx context.Context, ev events.Event, obs Observed, hist History, d Decision, r *Record) error {
+// obs is updated with the node as the recovery last read it.
+func (h *Handler) perform(ctx context.Context, ev events.Event, obs *Observed, hist History, d Decision, r *Record) error {
 	name := ev.Node.Name()
 	ledgerErr := func(what string, err error) error {
 		return &ActError{Step: "ledger", Node: name, Transient: true, Err: fmt.Errorf("%s: %w", what, err)}
@@ -362,8 +371,9 @@ func (h *Handler) newRecord(ev events.Event) Record {
 	}
 }
 
-// recover claims the node's recovery (new, or taken over) and advances it.
-func (h *Handler) recover(ctx context.Context, ev events.Event, obs Observed, hist History, d Decision, r *Record) error {
+// recover claims the node's recovery (new, or taken over) and advances it;
+// obs ends as the recovery last observed the node.
+func (h *Handler) recover(ctx context.Context, ev events.Event, obs *Observed, hist History, d Decision, r *Record) error {
 	name := ev.Node.Name()
 	now := r.Time
 	rec, err := h.Store.Claim(ctx, ClaimRequest{
@@ -396,7 +406,10 @@ func (h *Handler) recover(ctx context.Context, ev events.Event, obs Observed, hi
 			r.Warnings = append(r.Warnings, "clear deferral: "+err.Error())
 		}
 	}
-	return h.run(ctx, rec, Observation{Node: obs.Node, QueuedResource: obs.QueuedResource}, r)
+	o := Observation{Node: obs.Node, QueuedResource: obs.QueuedResource}
+	err = h.run(ctx, rec, &o, r)
+	obs.Node, obs.QueuedResource = o.Node, o.QueuedResource
+	return err
 }
 
 // closeRecovery ends an unfinished recovery that is no longer needed (the

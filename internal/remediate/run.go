@@ -14,12 +14,13 @@ import (
 // operation: the recovery is saved with its NextLookAt, which releases the
 // lease until then. Failures of TPU calls are the recovery's (saved, looked
 // at again); only a ledger failure is returned.
-func (h *Handler) run(ctx context.Context, rec Recovery, obs Observation, r *Record) error {
+// obs ends as the node was last read.
+func (h *Handler) run(ctx context.Context, rec Recovery, obs *Observation, r *Record) error {
 	rec.NextLookAt = time.Time{} // held now: the lease, not a stale look, protects it
 	failures := rec.Failures
 	var res StepResult
 	for i := 0; ; i++ {
-		next, eff := Advance(rec, obs, res, h.now(), h.Config)
+		next, eff := Advance(rec, *obs, res, h.now(), h.Config)
 		if i == maxStepsPerCall && eff.Kind != EffectNone {
 			next, eff = rec, Effect{}
 			next.NextLookAt = h.now().Add(LookAgain)
@@ -41,7 +42,7 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs Observation, r *Rec
 		if eff.Kind == EffectNone {
 			break
 		}
-		res = h.effect(ctx, rec, eff, &obs, r)
+		res = h.effect(ctx, rec, eff, obs, r)
 	}
 	h.describeEnd(rec, failures, r)
 	return nil

@@ -43,8 +43,15 @@ var maintenanceRE = regexp.MustCompile(`maintenance event at (\S+)`)
 // as for an event without one (ev.Method ""). When the budget runs out it
 // saves the cursor and returns Complete false; the next sweep resumes there.
 // The error is non-nil only when the sweep could not go on (transient
-// failures of a node are in its record and the sweep continues).
+// failures of a node are in its record and the sweep continues). Last, with
+// Handler.Resume, it checks the open incidents (resume_hook.go).
 func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, error) {
+	res, err := h.sweep(ctx, opts)
+	h.checkOpenIncidents(ctx, &res)
+	return res, err
+}
+
+func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, error) {
 	var res SweepResult
 	start := h.now()
 	// over: the budget is spent, or the caller gave up (the function's
