@@ -64,6 +64,7 @@ type deps struct {
 	loggerOpts []logging.LoggerOption
 	maint      remediate.MaintenanceTPU // maintenance.go
 	notices    remediate.NoticeStore    // maintenance.go
+	incidents  remediate.IncidentStore  // resume.go
 }
 
 // Option replaces a dependency New would otherwise build (tests, `autoheal
@@ -173,6 +174,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		if d.notices == nil {
 			d.notices = ledger.NewFirestoreNotices(fc) // maintenance.go
 		}
+		if d.incidents == nil {
+			d.incidents = ledger.NewFirestoreIncidents(fc) // resume.go
+		}
 	}
 	if d.recorder == nil {
 		d.recorder = f.newRecorder(ctx, cfg, d)
@@ -187,6 +191,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 	if f.handler.Maintenance, err = newMaintainer(ctx, cfg, &d, rc); err != nil { // maintenance.go
 		return fail(err)
 	}
+	wireResume(f.handler, &d, rc, f.diag) // resume.go
 	return f, nil
 }
 
