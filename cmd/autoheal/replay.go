@@ -199,6 +199,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	if tg.maint != nil { // maint (#10): notices become prepare/maintain against the simulated fleet
 		h.Maintenance = &remediate.Maintainer{TPU: tg.maint, Notices: ledger.NewMemoryNotices(), Config: cfg, Now: clockFn}
+		wireReplayResume(h, tg.maint, rec, cfg, clockFn, stderr) // resume.go (#11)
 	}
 
 	p := newPrinter(*format, stdout, "entries read")
