@@ -16,6 +16,7 @@ type located struct {
 	NodeRef
 	worker       string
 	projectField string
+	instance     string // for a zone hint, the Compute Engine instance
 }
 
 // nodeOf finds the node an entry is about. Two sources can name it:
@@ -93,16 +94,16 @@ func parseResourceName(s string) ([4]string, error) {
 		return reject(CodeInvalidNode, fieldResourceName, "%q is not projects/P/locations/Z/nodes/N: %s", s, why)
 	}
 	name := strings.TrimPrefix(s, "//tpu.googleapis.com/")
-	seg := strings.Split(name, "/")
-	if len(seg) != 6 && len(seg) != 8 {
-		return [4]string{}, bad(fmt.Sprintf("%d path segments", len(seg)))
+	seg, n := splitPath(name)
+	if n != 6 && n != 8 {
+		return [4]string{}, bad(fmt.Sprintf("%d path segments", n))
 	}
-	if seg[0] != "projects" || (seg[2] != "locations" && seg[2] != "zones") || seg[4] != "nodes" || (len(seg) == 8 && seg[6] != "workers") {
+	if seg[0] != "projects" || (seg[2] != "locations" && seg[2] != "zones") || seg[4] != "nodes" || (n == 8 && seg[6] != "workers") {
 		return [4]string{}, bad("unexpected collection")
 	}
 	var out [4]string
 	for i, j := range []int{1, 3, 5, 7} {
-		if j >= len(seg) {
+		if j >= n {
 			break
 		}
 		if !validID(seg[j]) {
@@ -111,6 +112,26 @@ func parseResourceName(s string) ([4]string, error) {
 		out[i] = seg[j]
 	}
 	return out, nil
+}
+
+// splitPath splits a resource name on '/' without allocating: the first 8
+// segments and how many there are in all.
+func splitPath(name string) (seg [8]string, n int) {
+	for {
+		i := strings.IndexByte(name, '/')
+		if n < len(seg) {
+			if i < 0 {
+				seg[n] = name
+			} else {
+				seg[n] = name[:i]
+			}
+		}
+		n++
+		if i < 0 {
+			return seg, n
+		}
+		name = name[i+1:]
+	}
 }
 
 // validID accepts the characters project ids (including legacy
