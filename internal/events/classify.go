@@ -28,9 +28,8 @@ func Classify(reason, principal string) Cause {
 	if isCustomerPrincipal(principal) {
 		return CauseUser
 	}
-	words := strings.FieldsFunc(strings.ToLower(reason), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	})
+	var buf [32]string
+	words := splitWords(strings.ToLower(reason), buf[:0])
 	has := func(match func(w string) bool) bool {
 		for _, w := range words {
 			if match(w) {
@@ -64,6 +63,31 @@ func Classify(reason, principal string) Cause {
 		return CauseMaintenance
 	}
 	return CauseUnknown
+}
+
+// splitWords appends the runs of [a-z0-9] in s to words, which is what
+// strings.FieldsFunc(s, not [a-z0-9]) returns (every byte of a multi-byte
+// rune is outside [a-z0-9], as the rune is), without allocating for the
+// usual handful of words.
+func splitWords(s string, words []string) []string {
+	start := -1
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			words = append(words, s[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		words = append(words, s[start:])
+	}
+	return words
 }
 
 // isCustomerPrincipal reports whether principal names an identity that is

@@ -1,6 +1,12 @@
 package events
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
@@ -54,6 +60,16 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		if got := Classify(tt.reason, tt.principal); got != tt.want {
 			t.Errorf("Classify(%q, %q) = %q, want %q", tt.reason, tt.principal, got, tt.want)
+		}
+	}
+}
+
+func TestSplitWordsIsFieldsFunc(t *testing.T) {
+	for _, s := range []string{"", "a", "terminated due to a maintenance event", "host_error", "  x--y  ", "café au lait", "\xff\xfeab", "a1b2 c3", "ＡＢ maint"} {
+		want := strings.FieldsFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		got := splitWords(s, nil)
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("splitWords(%q) (-FieldsFunc +got):\n%s", s, diff)
 		}
 	}
 }

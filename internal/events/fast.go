@@ -1,7 +1,9 @@
 package events
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -33,6 +35,10 @@ import (
 // goes to encoding/json, which enforces its own limit.
 const fastMaxDepth = 512
 
+// maxFastLabels is how many resource labels the fast path keeps (gce_instance
+// has 3, tpu_worker 4); more go to the reference path.
+const maxFastLabels = 16
+
 // span is a byte range of the input; raw spans include a string's quotes.
 type span struct{ lo, hi int }
 
@@ -54,8 +60,8 @@ type fastEntry struct {
 	timestamp, receiveTimestamp       str
 	logName, resourceType             str
 	labelsNil                         bool
-	labels                            []labelPair
-	labelsBuf                         [8]labelPair
+	labels                            [maxFastLabels]labelPair
+	nLabels                           int
 	service, method, resourceName     str
 	principal                         str
 	terminateReason                   span // raw; lo == hi when absent
@@ -65,9 +71,10 @@ type fastEntry struct {
 }
 
 type scanner struct {
-	b []byte
-	i int
-	e *fastEntry
+	b     []byte
+	i     int
+	e     fastEntry
+	arena []byte // the kept strings, sized exactly before the first copy
 }
 
 // parseFast returns ok=false when the input must go to the reference path.
@@ -75,31 +82,52 @@ func parseFast(data []byte, opts Options) (ev Event, err error, ok bool) {
 	if len(data) > opts.maxRaw() {
 		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", len(data), opts.maxRaw()), true
 	}
-	var e fastEntry
-	e.labelsNil = true
-	e.labels = e.labelsBuf[:0]
-	s := scanner{b: data, e: &e}
+	s := scanner{b: data}
+	s.e.labelsNil = true
 	if !s.top() {
 		return Event{}, nil, false
 	}
-	if len(data) > opts.maxEntry() {
-		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", len(data), opts.maxEntry()), true
+	return s.finish(opts)
+}
+
+// finish makes the Event of the object the scanner has just read, s.b[:s.i].
+func (s *scanner) finish(opts Options) (ev Event, err error, ok bool) {
+	e, data := &s.e, s.b
+	if s.i > opts.maxEntry() {
+		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", s.i, opts.maxEntry()), true
 	}
 	// Decide what the entry is on spans, before making anything.
-	if err := checkMethod(s.view(e.service), s.view(e.method)); err != nil {
+	if err := checkMethod(s.alias(e.service), s.alias(e.method)); err != nil {
 		return Event{}, err, true
 	}
+	// Everything the event keeps is copied into one allocation of its own
+	// (the input belongs to the caller).
+	var reason str
+	if sp := e.terminateReason; sp.hi > sp.lo && data[sp.lo] == '"' {
+		rs := scanner{b: data, i: sp.lo}
+		reason, _ = rs.str() // validated already
+	}
+	n := 0
+	for _, v := range []*str{&e.insertID, &e.logName, &e.resourceType, &e.resourceName, &e.principal, &reason} {
+		if v.simple {
+			n += v.s.hi - v.s.lo
+		}
+	}
+	for _, p := range e.labels[:e.nLabels] {
+		n += p.k.s.hi - p.k.s.lo + p.v.s.hi - p.v.s.lo
+	}
+	s.arena = make([]byte, 0, n)
 	w := entry{
 		hasInsertID:      e.hasInsertID,
-		insertID:         s.view(e.insertID),
-		timestamp:        s.view(e.timestamp),
-		receiveTimestamp: s.view(e.receiveTimestamp),
-		logName:          s.view(e.logName),
-		resourceType:     s.view(e.resourceType),
-		service:          s.view(e.service),
-		method:           s.view(e.method),
-		resourceName:     s.view(e.resourceName),
-		principal:        s.view(e.principal),
+		insertID:         s.own(e.insertID),
+		timestamp:        s.alias(e.timestamp), // parsed, never kept
+		receiveTimestamp: s.alias(e.receiveTimestamp),
+		logName:          s.own(e.logName),
+		resourceType:     s.own(e.resourceType),
+		service:          intern(s.alias(e.service), ServiceTPU, ServiceCompute),
+		method:           intern(s.alias(e.method), knownMethods...),
+		resourceName:     s.own(e.resourceName),
+		principal:        s.own(e.principal),
 		terminateReason:  s.raw(e.terminateReason),
 		maint: maintRaw{
 			status: s.raw(e.maintStatus), typ: s.raw(e.maintType),
@@ -107,34 +135,59 @@ func parseFast(data []byte, opts Options) (ev Event, err error, ok bool) {
 			canReschedule: s.raw(e.canReschedule), upcoming: s.raw(e.upcoming),
 		},
 	}
+	if reason.set {
+		w.reason, w.hasReason = s.own(reason), true
+	}
 	if !e.labelsNil {
-		w.labels = make(map[string]string, len(e.labels))
-		for _, p := range e.labels {
-			w.labels[s.view(p.k)] = s.view(p.v)
+		w.labels = make(map[string]string, e.nLabels)
+		for _, p := range e.labels[:e.nLabels] {
+			w.labels[s.own(p.k)] = s.own(p.v)
 		}
 	}
 	ev, err = eventFrom(w, opts)
-	if err != nil {
-		return Event{}, err, true
-	}
-	// The strings above alias data, which the caller owns: copy what the
-	// event keeps into one allocation of its own.
-	return ev.detach(), nil, true
+	return ev, err, true
 }
 
-// view is the value of a string member: the input's bytes themselves when
-// simple (aliasing data until detach), else decoded by encoding/json so that
-// escapes and invalid UTF-8 come out exactly as the reference path has them.
-func (s *scanner) view(v str) string {
+// alias is the value of a simple string member as a view of the input, for
+// what is only compared or parsed, never kept.
+func (s *scanner) alias(v str) string {
 	if !v.set {
 		return ""
 	}
 	if v.simple {
 		return unsafe.String(unsafe.SliceData(s.b[v.s.lo:]), v.s.hi-v.s.lo)
 	}
+	return decodeString(s.b[v.s.lo-1 : v.s.hi+1])
+}
+
+// own is the value of a string member, copied into the event's arena when
+// simple, else decoded by encoding/json so that escapes and invalid UTF-8
+// come out exactly as the reference path has them.
+func (s *scanner) own(v str) string {
+	if !v.set || v.s.hi == v.s.lo {
+		return ""
+	}
+	if !v.simple {
+		return decodeString(s.b[v.s.lo-1 : v.s.hi+1])
+	}
+	start := len(s.arena)
+	s.arena = append(s.arena, s.b[v.s.lo:v.s.hi]...) // within capacity: never moves
+	return unsafe.String(&s.arena[start], v.s.hi-v.s.lo)
+}
+
+func decodeString(quoted []byte) string {
 	var out string
-	_ = json.Unmarshal(s.b[v.s.lo-1:v.s.hi+1], &out) // validated already
+	_ = json.Unmarshal(quoted, &out) // validated already
 	return out
+}
+
+func intern(s string, known ...string) string {
+	for _, k := range known {
+		if s == k {
+			return k
+		}
+	}
+	return strings.Clone(s)
 }
 
 func (s *scanner) raw(sp span) json.RawMessage {
@@ -144,69 +197,13 @@ func (s *scanner) raw(sp span) json.RawMessage {
 	return s.b[sp.lo:sp.hi]
 }
 
-// detach copies every string of ev into one new allocation, so that ev no
-// longer refers to the input.
-func (ev Event) detach() Event {
-	n := len(ev.InsertID) + len(ev.LogName) + len(ev.ResourceType) + len(ev.Principal) +
-		len(ev.Node.Project) + len(ev.Node.Zone) + len(ev.Node.Node) + len(ev.Worker) +
-		len(ev.TerminateReason) + len(ev.Instance)
-	if ev.Service != ServiceTPU && ev.Service != ServiceCompute {
-		n += len(ev.Service)
+// object reads one LogEntry object at the start of s.b, leaving s.i just
+// after it (the Reader frames elements this way).
+func (s *scanner) object() bool {
+	if len(s.b) == 0 || s.b[0] != '{' {
+		return false
 	}
-	n += len(ev.Method)
-	for k, v := range ev.ResourceLabels {
-		n += len(k) + len(v)
-	}
-	if m := ev.Maintenance; m != nil {
-		n += len(m.Status) + len(m.Type)
-	}
-	arena := make([]byte, 0, n)
-	cp := func(s string) string {
-		if s == "" {
-			return ""
-		}
-		start := len(arena)
-		arena = append(arena, s...)
-		return unsafe.String(&arena[start], len(s))
-	}
-	ev.InsertID = cp(ev.InsertID)
-	ev.LogName = cp(ev.LogName)
-	switch ev.Service {
-	case ServiceTPU, ServiceCompute:
-	default:
-		ev.Service = cp(ev.Service)
-	}
-	ev.Method = internMethod(ev.Method, cp)
-	ev.ResourceType = cp(ev.ResourceType)
-	ev.Principal = cp(ev.Principal)
-	ev.Node.Project = cp(ev.Node.Project)
-	ev.Node.Zone = cp(ev.Node.Zone)
-	ev.Node.Node = cp(ev.Node.Node)
-	ev.Worker = cp(ev.Worker)
-	ev.TerminateReason = cp(ev.TerminateReason)
-	ev.Instance = cp(ev.Instance)
-	if ev.ResourceLabels != nil {
-		m := make(map[string]string, len(ev.ResourceLabels))
-		for k, v := range ev.ResourceLabels {
-			m[cp(k)] = cp(v)
-		}
-		ev.ResourceLabels = m
-	}
-	if ev.Maintenance != nil {
-		c := *ev.Maintenance
-		c.Status, c.Type = cp(c.Status), cp(c.Type)
-		ev.Maintenance = &c
-	}
-	return ev
-}
-
-func internMethod(m string, cp func(string) string) string {
-	for _, k := range knownMethods {
-		if m == k {
-			return k
-		}
-	}
-	return cp(m)
+	return s.members(levelTop)
 }
 
 // top reads the whole input as one LogEntry object.
@@ -299,7 +296,7 @@ func (s *scanner) members(lv level) bool {
 
 // member reads one member's value at s.i.
 func (s *scanner) member(lv level, key []byte) bool {
-	e := s.e
+	e := &s.e
 	switch lv {
 	case levelTop:
 		switch {
@@ -415,10 +412,10 @@ func (s *scanner) objField(lv level) bool {
 // labels reads resource.labels, a map[string]string: null makes it nil, an
 // object adds to it, a null value is "".
 func (s *scanner) labels() bool {
-	e := s.e
+	e := &s.e
 	switch s.b[s.i] {
 	case 'n':
-		e.labelsNil, e.labels = true, e.labels[:0]
+		e.labelsNil, e.nLabels = true, 0
 		return s.null()
 	case '{':
 	default:
@@ -462,7 +459,11 @@ func (s *scanner) labels() bool {
 		default:
 			return false
 		}
-		e.labels = append(e.labels, labelPair{k, v})
+		if e.nLabels == maxFastLabels {
+			return false // more labels than any resource type has: the reference path
+		}
+		e.labels[e.nLabels] = labelPair{k, v}
+		e.nLabels++
 		s.ws()
 		if s.i >= len(s.b) {
 			return false
@@ -527,6 +528,24 @@ var strClass = func() (t [256]uint8) {
 	return t
 }()
 
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plain8 reports whether none of the 8 bytes is '"', '\\', below 0x20 or
+// above 0x7f (the classic SWAR zero-byte tests).
+func plain8(b []byte) bool {
+	x := binary.LittleEndian.Uint64(b)
+	q := x ^ ('"' * lsb)
+	bs := x ^ ('\\' * lsb)
+	special := (q - lsb) &^ q
+	special |= (bs - lsb) &^ bs
+	special |= (x - 0x20*lsb) &^ x // a byte below 0x20 (or a borrow from one)
+	special |= x                   // a byte with the high bit set
+	return special&msb == 0
+}
+
 // str reads the string at s.i ('"') and validates it.
 func (s *scanner) str() (str, bool) {
 	b := s.b
@@ -534,6 +553,11 @@ func (s *scanner) str() (str, bool) {
 	lo := i
 	simple, ascii := true, true
 	for {
+		// Eight bytes at a time while none is '"', '\\', a control
+		// character or non-ASCII.
+		for i+8 <= len(b) && plain8(b[i:i+8]) {
+			i += 8
+		}
 		for i < len(b) && strClass[b[i]] == 0 {
 			i++
 		}
@@ -580,8 +604,9 @@ func (s *scanner) str() (str, bool) {
 
 // skip validates and skips the value at s.i.
 func (s *scanner) skip() bool {
-	var stack [fastMaxDepth]byte
+	var stack [fastMaxDepth / 64]uint64 // bit set: the open container is an object
 	depth := 0
+	isObj := func(d int) bool { return stack[d>>6]&(1<<(d&63)) != 0 }
 	for {
 		s.ws()
 		if s.i >= len(s.b) {
@@ -593,7 +618,11 @@ func (s *scanner) skip() bool {
 			if depth == fastMaxDepth {
 				return false
 			}
-			stack[depth] = c
+			if c == '{' {
+				stack[depth>>6] |= 1 << (depth & 63)
+			} else {
+				stack[depth>>6] &^= 1 << (depth & 63)
+			}
 			depth++
 			s.i++
 			s.ws()
@@ -644,10 +673,10 @@ func (s *scanner) skip() bool {
 				return false
 			}
 			c := s.b[s.i]
-			open := stack[depth-1]
+			obj := isObj(depth - 1)
 			if c == ',' {
 				s.i++
-				if open == '{' {
+				if obj {
 					s.ws()
 					if !s.key() {
 						return false
@@ -655,7 +684,7 @@ func (s *scanner) skip() bool {
 				}
 				break
 			}
-			if open == '{' && c == '}' || open == '[' && c == ']' {
+			if obj && c == '}' || !obj && c == ']' {
 				s.i++
 				depth--
 				continue

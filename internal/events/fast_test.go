@@ -82,3 +82,29 @@ func TestFastPathTakesThePlainEntries(t *testing.T) {
 		}
 	}
 }
+
+func TestParseUTCIsTimeParse(t *testing.T) {
+	for _, s := range []string{
+		"2026-11-20T03:44:36.265703305Z", "2026-11-20T03:44:36Z", "2026-11-20T03:44:36.5Z", "2024-02-29T23:59:59.999999999Z",
+		"2025-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-13-01T00:00:00Z", "2026-00-10T00:00:00Z", "2026-11-20T24:00:00Z",
+		"2026-11-20T03:60:00Z", "2026-11-20T03:44:60Z", "2026-11-20T03:44:36.Z", "2026-11-20T03:44:36.1234567890Z",
+		"2026-11-20t03:44:36Z", "2026-11-20T03:44:36z", "2026-11-20T03:44:36+00:00", "0000-01-01T00:00:00Z", "2026-11-20T03:44:3xZ",
+		"2026-11-20T03:44:36.-1Z", "2026-1-20T03:44:36Z",
+	} {
+		want, werr := time.Parse(time.RFC3339Nano, s)
+		got, ok := parseUTC(s)
+		if !ok {
+			continue // left to time.Parse
+		}
+		if werr != nil {
+			t.Errorf("parseUTC(%q) accepted what time.Parse rejects: %v", s, werr)
+			continue
+		}
+		if !got.Equal(want) || got.Location() != want.Location() {
+			t.Errorf("parseUTC(%q) = %v, time.Parse = %v", s, got, want)
+		}
+	}
+	if _, ok := parseUTC("2026-11-20T03:44:36.265703305Z"); !ok {
+		t.Error("parseUTC left Cloud Logging's own form to time.Parse")
+	}
+}
