@@ -37,7 +37,7 @@ const fastMaxDepth = 512
 
 // maxFastLabels is how many resource labels the fast path keeps (gce_instance
 // has 3, tpu_worker 4); more go to the reference path.
-const maxFastLabels = 16
+const maxFastLabels = 8
 
 // span is a byte range of the input; raw spans include a string's quotes.
 type span struct{ lo, hi int }

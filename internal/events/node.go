@@ -142,15 +142,30 @@ func validID(s string) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if i == 0 && !alnum {
-			return false
-		}
-		if !alnum && c != '-' && c != '_' && c != '.' && c != ':' {
+	if idChars[s[0]] != idAlnum {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if idChars[s[i]] == 0 {
 			return false
 		}
 	}
 	return true
 }
+
+const (
+	idAlnum = 1 // may start an id
+	idPunct = 2 // may appear after the first character
+)
+
+var idChars = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+			t[c] = idAlnum
+		case c == '-', c == '_', c == '.', c == ':':
+			t[c] = idPunct
+		}
+	}
+	return t
+}()
