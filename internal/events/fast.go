@@ -47,6 +47,7 @@ type str struct {
 	set    bool // the member was present with a string value
 	s      span // without the quotes
 	simple bool // no escapes and valid UTF-8: the bytes are the value
+	ascii  bool // no escapes and no byte over 0x7f
 }
 
 type labelPair struct {
@@ -251,15 +252,10 @@ func (s *scanner) members(lv level) bool {
 			return false
 		}
 		k, ok := s.str()
-		if !ok || !k.simple {
-			return false
+		if !ok || !k.ascii {
+			return false // escapes, or case folding of non-ASCII names: leave it to encoding/json
 		}
 		key := s.b[k.s.lo:k.s.hi]
-		for _, c := range key {
-			if c >= utf8.RuneSelf {
-				return false // case folding of non-ASCII names: leave it to encoding/json
-			}
-		}
 		s.ws()
 		if s.i >= len(s.b) || s.b[s.i] != ':' {
 			return false
@@ -381,6 +377,10 @@ func (s *scanner) member(lv level, key []byte) bool {
 			*dst = span{lo, s.i}
 			return true
 		}
+	}
+	if s.b[s.i] == '"' { // most skipped members are strings
+		_, ok := s.str()
+		return ok
 	}
 	return s.skip()
 }
@@ -566,7 +566,7 @@ func (s *scanner) str() (str, bool) {
 		}
 		switch c := b[i]; {
 		case c == '"':
-			v := str{set: true, s: span{lo, i}, simple: simple}
+			v := str{set: true, s: span{lo, i}, simple: simple, ascii: simple && ascii}
 			if simple && !ascii && !utf8.Valid(b[lo:i]) {
 				v.simple = false
 			}
