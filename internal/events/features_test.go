@@ -326,3 +326,27 @@ func quoteMethods(ms []string) []string {
 	}
 	return out
 }
+
+func TestPeekReadsARejectedZoneHint(t *testing.T) {
+	_, err := Parse(readFixture(t, "compute-preempted.json"), Options{AllowedProjects: []string{"someone-else"}})
+	var re *RejectError
+	if !errors.As(err, &re) || re.Code != CodeProjectNotAllowed {
+		t.Fatalf("Parse error = %v, want %s", err, CodeProjectNotAllowed)
+	}
+	got := Peek(readFixture(t, "compute-preempted.json"))
+	want := struct {
+		Kind             Kind
+		Node             NodeRef
+		Instance, Worker string
+		InsertID, Method string
+	}{KindZoneHint, NodeRef{Project: "acme-ml", Zone: "us-central2-b"}, "t1v-n-8d2e1f3a-w-0", "0", "-ckq3v7e2b1f0", MethodPreempted}
+	gotS := struct {
+		Kind             Kind
+		Node             NodeRef
+		Instance, Worker string
+		InsertID, Method string
+	}{got.Kind, got.Node, got.Instance, got.Worker, got.InsertID, got.Method}
+	if diff := cmp.Diff(want, gotS); diff != "" {
+		t.Errorf("Peek (-want +got):\n%s", diff)
+	}
+}

@@ -463,7 +463,11 @@ func Peek(data []byte) Event {
 	if t, err := time.Parse(time.RFC3339Nano, w.Timestamp); err == nil {
 		ev.Time = t
 	}
-	if loc, _, err := nodeOf(w.ProtoPayload.ResourceName, w.Resource.Labels); err == nil {
+	if w.ProtoPayload.ServiceName == ServiceCompute {
+		if loc, err := instanceOf(w.ProtoPayload.ResourceName, w.Resource.Labels); err == nil {
+			ev.Kind, ev.Node, ev.Worker, ev.Instance = KindZoneHint, loc.NodeRef, loc.worker, loc.instance
+		}
+	} else if loc, _, err := nodeOf(w.ProtoPayload.ResourceName, w.Resource.Labels); err == nil {
 		ev.Node, ev.Worker = loc.NodeRef, loc.worker
 	}
 	return ev
