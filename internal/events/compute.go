@@ -13,7 +13,7 @@ import (
 // project_id and zone, where present, must agree with it. The VMs of a TPU
 // node are named t1v-n-<hash>-w-<worker>; any other instance is not ours
 // (foreign-instance). The TPU node itself is not named by such an entry.
-func instanceOf(resourceName string, labels map[string]string) (located, error) {
+func instanceOf(resourceName string, labels labelSource) (located, error) {
 	if resourceName == "" {
 		return located{}, reject(CodeMissingNode, fieldResourceName, "no instance: a compute.instances entry needs protoPayload.resourceName projects/P/zones/Z/instances/I")
 	}
@@ -35,7 +35,7 @@ func instanceOf(resourceName string, labels map[string]string) (located, error) 
 	}
 	project, zone, instance := seg[1], seg[3], seg[5]
 	for _, l := range []struct{ label, part, got string }{{"project_id", "project", project}, {"zone", "zone", zone}} {
-		v := labels[l.label]
+		v := labels.get(l.label)
 		if v == "" {
 			continue
 		}

@@ -72,10 +72,41 @@ type fastEntry struct {
 }
 
 type scanner struct {
-	b     []byte
-	i     int
-	e     fastEntry
-	arena []byte // the kept strings, sized exactly before the first copy
+	b      []byte
+	i      int
+	e      fastEntry
+	arena  []byte      // the kept strings, sized exactly before the first copy
+	causes *causeCache // the Reader's, or nil
+}
+
+// causeCache remembers the last few classifications: an export repeats a
+// handful of reasons, and Classify is a pure function of its two strings.
+type causeCache struct {
+	entries [8]struct {
+		reason, principal string
+		cause             Cause
+	}
+	n, next int
+}
+
+func (c *causeCache) classify(reason, principal string) Cause {
+	if c == nil {
+		return Classify(reason, principal)
+	}
+	for i := range c.entries[:c.n] {
+		if e := &c.entries[i]; e.reason == reason && e.principal == principal {
+			return e.cause
+		}
+	}
+	cause := Classify(reason, principal)
+	e := &c.entries[c.next]
+	e.reason, e.principal, e.cause = reason, principal, cause
+	c.next = (c.next + 1) % len(c.entries)
+	c.n = max(c.n, c.next)
+	if c.next == 0 {
+		c.n = len(c.entries)
+	}
+	return cause
 }
 
 // parseFast returns ok=false when the input must go to the reference path.
@@ -139,13 +170,18 @@ func (s *scanner) finish(opts Options) (ev Event, err error, ok bool) {
 	if reason.set {
 		w.reason, w.hasReason = s.own(reason), true
 	}
+	var kv [maxFastLabels]labelKV
+	var pairs []labelKV
 	if !e.labelsNil {
 		w.labels = make(map[string]string, e.nLabels)
-		for _, p := range e.labels[:e.nLabels] {
-			w.labels[s.own(p.k)] = s.own(p.v)
+		for i, p := range e.labels[:e.nLabels] {
+			kv[i] = labelKV{s.own(p.k), s.own(p.v)}
+			w.labels[kv[i].k] = kv[i].v
 		}
+		pairs = kv[:e.nLabels]
 	}
-	ev, err = eventFrom(w, opts)
+	w.causes = s.causes
+	ev, err = eventFrom(w, pairs, opts)
 	return ev, err, true
 }
 

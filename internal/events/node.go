@@ -26,7 +26,7 @@ type located struct {
 // node_id, worker_id). Each part named by both must be the same in both:
 // an entry that contradicts itself is forged or confused, and acting on
 // either reading could recreate the wrong node.
-func nodeOf(resourceName string, labels map[string]string) (located, string, error) {
+func nodeOf(resourceName string, labels labelSource) (located, string, error) {
 	var fromName, fromLabels [4]string // project, zone, node, worker
 	if resourceName != "" {
 		var err error
@@ -36,7 +36,7 @@ func nodeOf(resourceName string, labels map[string]string) (located, string, err
 	}
 	labelNames := [4]string{"project_id", "zone", "node_id", "worker_id"}
 	for i, k := range labelNames {
-		v := labels[k]
+		v := labels.get(k)
 		if v == "" {
 			continue
 		}
@@ -45,7 +45,7 @@ func nodeOf(resourceName string, labels map[string]string) (located, string, err
 		}
 		fromLabels[i] = v
 	}
-	if loc := labels["location"]; loc != "" {
+	if loc := labels.get("location"); loc != "" {
 		if !validID(loc) {
 			return located{}, "", reject(CodeInvalidNode, labelsPrefix+"location", "%q is not a valid resource id", loc)
 		}
@@ -54,7 +54,7 @@ func nodeOf(resourceName string, labels map[string]string) (located, string, err
 		}
 		fromLabels[1] = loc
 	}
-	if labels["zone"] != "" {
+	if labels.get("zone") != "" {
 		labelNames[1] = "zone"
 	} else {
 		labelNames[1] = "location"
@@ -86,6 +86,28 @@ func nodeOf(resourceName string, labels map[string]string) (located, string, err
 		l.projectField = labelsPrefix + "project_id"
 	}
 	return l, got[3], nil
+}
+
+// labelSource is resource.labels as either path decoded them: a map, or
+// (the fast path) the pairs in input order, searched last first as the
+// map's last-wins assignment would have it.
+type labelSource struct {
+	m     map[string]string
+	pairs []labelKV // when not nil, m holds the same labels
+}
+
+type labelKV struct{ k, v string }
+
+func (l labelSource) get(k string) string {
+	if l.pairs == nil {
+		return l.m[k]
+	}
+	for i := len(l.pairs) - 1; i >= 0; i-- {
+		if l.pairs[i].k == k {
+			return l.pairs[i].v
+		}
+	}
+	return ""
 }
 
 // parseResourceName parses projects/P/(locations|zones)/Z/nodes/N[/workers/W].

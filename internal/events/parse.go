@@ -208,7 +208,7 @@ func parseReference(data []byte, opts Options) (Event, error) {
 	} else if len(data) > opts.maxEntry() {
 		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", len(data), opts.maxEntry())
 	}
-	return eventFrom(w.entry(), opts)
+	return eventFrom(w.entry(), nil, opts)
 }
 
 // isCloudEvent reports whether a top-level specversion member (a string)
@@ -464,10 +464,10 @@ func Peek(data []byte) Event {
 		ev.Time = t
 	}
 	if w.ProtoPayload.ServiceName == ServiceCompute {
-		if loc, err := instanceOf(w.ProtoPayload.ResourceName, w.Resource.Labels); err == nil {
+		if loc, err := instanceOf(w.ProtoPayload.ResourceName, labelSource{m: w.Resource.Labels}); err == nil {
 			ev.Kind, ev.Node, ev.Worker, ev.Instance = KindZoneHint, loc.NodeRef, loc.worker, loc.instance
 		}
-	} else if loc, _, err := nodeOf(w.ProtoPayload.ResourceName, w.Resource.Labels); err == nil {
+	} else if loc, _, err := nodeOf(w.ProtoPayload.ResourceName, labelSource{m: w.Resource.Labels}); err == nil {
 		ev.Node, ev.Worker = loc.NodeRef, loc.worker
 	}
 	return ev
@@ -494,6 +494,8 @@ type entry struct {
 	insertID, timestamp, receiveTimestamp, logName string
 	resourceType                                   string
 	labels                                         map[string]string
+	pairs                                          []labelKV   // the labels in input order, when the fast path read them
+	causes                                         *causeCache // nil: classify every entry afresh
 	service, method, resourceName, principal       string
 	terminateReason                                json.RawMessage
 	reason                                         string // terminateReason when hasReason: already decoded
@@ -562,7 +564,10 @@ func isComputeMethod(m string) bool {
 	return false
 }
 
-func eventFrom(w entry, opts Options) (Event, error) {
+// eventFrom makes the Event of an entry. pairs, when not nil, are the
+// entry's labels in input order (the fast path's; a separate argument so
+// that they can live on its stack).
+func eventFrom(w entry, pairs []labelKV, opts Options) (Event, error) {
 	if err := checkMethod(w.service, w.method); err != nil {
 		return Event{}, err
 	}
@@ -590,7 +595,7 @@ func eventFrom(w entry, opts Options) (Event, error) {
 	}
 	var node located
 	if w.service == ServiceCompute {
-		node, err = instanceOf(w.resourceName, w.labels)
+		node, err = instanceOf(w.resourceName, labelSource{m: w.labels, pairs: pairs})
 		if err != nil {
 			return Event{}, err
 		}
@@ -598,7 +603,7 @@ func eventFrom(w entry, opts Options) (Event, error) {
 		if ev.Maintenance, err = maintenanceFrom(w.maint); err != nil {
 			return Event{}, err
 		}
-	} else if node, _, err = nodeOf(w.resourceName, w.labels); err != nil {
+	} else if node, _, err = nodeOf(w.resourceName, labelSource{m: w.labels, pairs: pairs}); err != nil {
 		return Event{}, err
 	}
 	if len(opts.AllowedProjects) > 0 && !slices.Contains(opts.AllowedProjects, node.Project) {
@@ -613,7 +618,7 @@ func eventFrom(w entry, opts Options) (Event, error) {
 		} else {
 			ev.TerminateReason = rawString(w.terminateReason)
 		}
-		ev.Cause = Classify(ev.TerminateReason, ev.Principal)
+		ev.Cause = w.causes.classify(ev.TerminateReason, ev.Principal)
 	}
 	if w.hasInsertID && w.insertID != "" {
 		ev.InsertID = w.insertID

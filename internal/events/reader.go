@@ -66,6 +66,8 @@ type Reader struct {
 	mode      readMode
 	index     int
 
+	causes causeCache // classifications of recent entries (the fast path's)
+
 	elem  []byte // scratch for the element being framed
 	over  bool   // elem was cut at the limit
 	stack []byte // open brackets of the element being framed
@@ -217,7 +219,7 @@ func (r *Reader) element() (Item, error) {
 // the fast path, is over the limit, or (in a stream) has a '{' at the start
 // of a line inside it, where frame would cut.
 func (r *Reader) fastElement(stream bool) (Item, bool) {
-	s := scanner{b: r.buf[r.pos:r.end]}
+	s := scanner{b: r.buf[r.pos:r.end], causes: &r.causes}
 	s.e.labelsNil = true
 	if !s.object() {
 		return Item{}, false
