@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -30,6 +31,12 @@ import (
 // What it decides first is cheap: the service and method are checked on
 // byte spans of the input before any string, map or time is made, so a
 // foreign entry costs one validating scan and one reject.
+//
+// Memory: what the event keeps is copied into one allocation per event (its
+// arena) plus the labels map; unsafe.String makes strings of two kinds of
+// bytes only: views of the input used during the call and never kept
+// (alias), and views of the arena, which is never written again once a
+// string points into it (own).
 
 // fastMaxDepth bounds the nesting the scanner follows itself; deeper input
 // goes to encoding/json, which enforces its own limit.
@@ -40,12 +47,12 @@ const fastMaxDepth = 512
 const maxFastLabels = 8
 
 // span is a byte range of the input; raw spans include a string's quotes.
-type span struct{ lo, hi int }
+type span struct{ lo, hi int32 } // int32: the scanner declines input over 2 GiB
 
 // str is a string member as the scanner found it.
 type str struct {
-	set    bool // the member was present with a string value
 	s      span // without the quotes
+	set    bool // the member was present with a string value
 	simple bool // no escapes and valid UTF-8: the bytes are the value
 	ascii  bool // no escapes and no byte over 0x7f
 }
@@ -136,17 +143,17 @@ func (s *scanner) finish(opts Options) (ev Event, err error, ok bool) {
 	// (the input belongs to the caller).
 	var reason str
 	if sp := e.terminateReason; sp.hi > sp.lo && data[sp.lo] == '"' {
-		rs := scanner{b: data, i: sp.lo}
+		rs := scanner{b: data, i: int(sp.lo)}
 		reason, _ = rs.str() // validated already
 	}
 	n := 0
 	for _, v := range []*str{&e.insertID, &e.logName, &e.resourceType, &e.resourceName, &e.principal, &reason} {
 		if v.simple {
-			n += v.s.hi - v.s.lo
+			n += int(v.s.hi - v.s.lo)
 		}
 	}
 	for _, p := range e.labels[:e.nLabels] {
-		n += p.k.s.hi - p.k.s.lo + p.v.s.hi - p.v.s.lo
+		n += int(p.k.s.hi - p.k.s.lo + p.v.s.hi - p.v.s.lo)
 	}
 	s.arena = make([]byte, 0, n)
 	w := entry{
@@ -237,7 +244,7 @@ func (s *scanner) raw(sp span) json.RawMessage {
 // object reads one LogEntry object at the start of s.b, leaving s.i just
 // after it (the Reader frames elements this way).
 func (s *scanner) object() bool {
-	if len(s.b) == 0 || s.b[0] != '{' {
+	if len(s.b) == 0 || s.b[0] != '{' || len(s.b) > math.MaxInt32 {
 		return false
 	}
 	return s.members(levelTop)
@@ -245,6 +252,9 @@ func (s *scanner) object() bool {
 
 // top reads the whole input as one LogEntry object.
 func (s *scanner) top() bool {
+	if len(s.b) > math.MaxInt32 {
+		return false
+	}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return false
@@ -410,7 +420,7 @@ func (s *scanner) member(lv level, key []byte) bool {
 			if !s.skip() {
 				return false
 			}
-			*dst = span{lo, s.i}
+			*dst = span{int32(lo), int32(s.i)}
 			return true
 		}
 	}
@@ -602,7 +612,7 @@ func (s *scanner) str() (str, bool) {
 		}
 		switch c := b[i]; {
 		case c == '"':
-			v := str{set: true, s: span{lo, i}, simple: simple, ascii: simple && ascii}
+			v := str{set: true, s: span{int32(lo), int32(i)}, simple: simple, ascii: simple && ascii}
 			if simple && !ascii && !utf8.Valid(b[lo:i]) {
 				v.simple = false
 			}
