@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
-	"strconv"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
 )
@@ -68,9 +67,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		case it.Event.Method == events.MethodTerminate:
 			selected++
 			line = append(line[:0], `{"insertId":`...)
-			line = strconv.AppendQuote(line, it.Event.InsertID)
+			line = appendJSONString(line, it.Event.InsertID)
 			line = append(line, `,"r":`...)
-			line = strconv.AppendQuote(line, it.Event.TerminateReason)
+			line = appendJSONString(line, it.Event.TerminateReason)
 			line = append(line, "}\n"...)
 			w.Write(line)
 		default:
@@ -82,4 +81,35 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "selected %d other %d rejected %d\n", selected, other, rejected)
 	return nil
+}
+
+// appendJSONString appends s as a JSON string the way jq -c prints it: '"'
+// and '\\' escaped, control characters as \uXXXX (or their short escapes),
+// everything else as is.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c != 0x7f {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, `\u00`...)
+			b = append(b, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&15])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

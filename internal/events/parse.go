@@ -158,8 +158,20 @@ func isEnvelope(raw json.RawMessage) bool {
 // Parse reads one TPU audit LogEntry, as Cloud Logging and
 // `gcloud logging read --format=json` print it, and returns it as an Event.
 // data may also be a Pub/Sub push body or the data of a messagePublished
-// CloudEvent carrying the entry base64-encoded in message.data; the form is
-// detected from the bytes.
+// CloudEvent carrying the entry base64-encoded in message.data, or a whole
+// structured CloudEvent (specversion, type, source, id, and data or
+// data_base64) carrying either; the form is detected from the bytes.
+//
+// Two kinds of entries are accepted: tpu.googleapis.com terminate and restart
+// system events, which name a node (Kind KindNode), and the Compute Engine
+// system events of ComputeMethods about an instance named
+// t1v-n-<hash>-w-<worker>, a VM of some TPU node, which become zone hints
+// (Kind KindZoneHint: Node.Project and Node.Zone set, Node.Node empty,
+// Instance and Worker from the instance name, Maintenance from an
+// upcomingMaintenance notice). Any other instance is foreign-instance.
+//
+// With Options.Now set, an entry dated more than MaxFutureSkew after it is
+// rejected (future-timestamp).
 //
 // Every rejection is a *RejectError. Parse rejects rather than guesses
 // whenever the entry could make remediate act on the wrong node: a node name
