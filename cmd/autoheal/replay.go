@@ -131,7 +131,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return usagef("%s apply only to --from-logging", strings.Join(stray, ", "))
 		}
 	}
-	opts := events.Options{AllowedProjects: projects}
+	opts := events.Options{AllowedProjects: projects, Now: time.Now()} // an entry dated ahead of now by more than events.MaxFutureSkew is rejected
 	var src source
 	if logging.enabled {
 		if fs.NArg() > 0 {
@@ -277,7 +277,20 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p printer,
 			l.At = it.at
 		} else {
 			setNow(it.Event.Time)
-			r, err := h.Handle(ctx, it.Event)
+			var r remediate.Record
+			var err error
+			if it.Event.Kind == events.KindZoneHint {
+				// A Compute Engine entry about a TPU worker VM: look at
+				// the opted-in nodes of its zone now; the line is the
+				// entry's own record.
+				var res remediate.SweepResult
+				res, err = h.HandleZoneHint(ctx, it.Event)
+				if n := len(res.Records); n > 0 {
+					r = res.Records[n-1]
+				}
+			} else {
+				r, err = h.Handle(ctx, it.Event)
+			}
 			l = lineOf(r, it.Event)
 			if err != nil {
 				st.failed++
