@@ -22,13 +22,6 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
 
-// hintRouted: the function routes compute.instances.* entries as zone hints
-// (events lane + the HandleCloudEvent routing line). Until then a
-// compute.instances.upcomingMaintenance entry is rejected and this test
-// prepares through a sweep message instead; once routed, set it true so the
-// entry alone must lead to the patch.
-const hintRouted = false
-
 var (
 	maintNode = parent + "/nodes/maint-v4-16"
 	quietNode = parent + "/nodes/maint-not-opted-in"
@@ -149,13 +142,8 @@ func TestUpcomingMaintenanceIsPreparedThenMaintainedOnce(t *testing.T) {
 		}
 		return false
 	})
-	if tpuSrv.Count("nodes.patch", maintNode) == 0 {
-		if hintRouted {
-			t.Fatalf("the upcomingMaintenance entry did not lead to a patch: records %+v", records(out.all()))
-		}
-		t.Log("compute.instances entries are not routed as zone hints on this branch: preparing through a sweep")
-		publishSweep(t, bin)
-	}
+	// The entry alone (a zone hint: it names a worker VM, not the node)
+	// leads to the patch.
 	waitFor(ctx, t, "the metadata patch", func() bool { return tpuSrv.Count("nodes.patch", maintNode) >= 1 })
 	var node *tpu.Node
 	for _, n := range tpuSrv.Fleet().Nodes {

@@ -306,7 +306,10 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
 		return nil
 	}
-	ev, err := events.Parse(payload, events.Options{AllowedProjects: f.cfg.Projects})
+	// Now: an entry dated more than events.MaxFutureSkew ahead is rejected
+	// (future-timestamp), so a forged far-future entry cannot pass the
+	// stale check and put a permanent hold on a node.
+	ev, err := events.Parse(payload, events.Options{AllowedProjects: f.cfg.Projects, Now: f.now()})
 	if err != nil {
 		// events.Parse returns a *events.RejectError for every bad
 		// input; anything else is treated the same: never retried forever.
@@ -315,6 +318,11 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 	}
 	if age := f.now().Sub(ev.Time); age > f.cfg.MaxEventAge {
 		return f.recordStale(ctx, ev)
+	}
+	if ev.Kind == events.KindZoneHint {
+		// A Compute Engine entry about a TPU worker VM names no node:
+		// look at the opted-in nodes of its project and zone now.
+		return f.handleZoneHint(ctx, ev)
 	}
 	if _, err := f.handler.Handle(ctx, ev); err != nil {
 		// Handle returns only transient failures.

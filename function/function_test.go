@@ -622,3 +622,56 @@ func TestNodesOwnStartupScriptIsKept(t *testing.T) {
 		t.Errorf("created startup-script = %.80q, want the node's own", got)
 	}
 }
+
+// TestComputeEntryIsAZoneHint: a Compute Engine entry about a TPU worker VM
+// (t1v-n-…-w-0) names no node; the function looks at the opted-in nodes of
+// its zone now — the TERMINATED pod there is recreated — and records the
+// entry once.
+func TestComputeEntryIsAZoneHint(t *testing.T) {
+	entry, err := os.ReadFile(filepath.Join("..", "testdata", "entries", "compute-preempted.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, time.Date(2026, 11, 20, 4, 11, 0, 0, time.UTC), nil)
+	if err := h.fn.HandleMessage(context.Background(), pushBody(entry)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.tpu.Count("nodes.list", ""); got == 0 {
+		t.Error("no nodes.list of the hinted zone")
+	}
+	if got := h.tpu.Count("nodes.delete", node); got != 1 {
+		t.Errorf("nodes.delete of %s: %d, want 1 (the zone's TERMINATED pod)", node, got)
+	}
+	var hints int
+	for _, r := range h.recs.records() {
+		if strings.HasPrefix(r.Reason, "zone hint (compute.instances.preempted") {
+			hints++
+		}
+	}
+	if hints != 1 {
+		t.Errorf("%d zone-hint records, want 1: %+v", hints, h.recs.records())
+	}
+}
+
+// TestFarFutureEntryIsRejected: an entry dated 9999-12-31 (forged, or a
+// broken clock) is rejected as future-timestamp, so it cannot put a
+// permanent user hold on a node.
+func TestFarFutureEntryIsRejected(t *testing.T) {
+	h := newHarness(t, eventTime.Add(time.Minute), nil)
+	var entry map[string]any
+	if err := json.Unmarshal(readTestdata(t, "terminate-maintenance.json"), &entry); err != nil {
+		t.Fatal(err)
+	}
+	entry["timestamp"] = "9999-12-31T23:59:59Z"
+	b, _ := json.Marshal(entry)
+	if err := h.fn.HandleMessage(context.Background(), pushBody(b)); err != nil {
+		t.Fatal(err)
+	}
+	recs := h.recs.records()
+	if len(recs) != 1 || recs[0].Action != remediate.ActionReject || !strings.Contains(recs[0].Reason, "9999-12-31") {
+		t.Fatalf("records = %+v, want one reject naming the timestamp", recs)
+	}
+	if got := h.tpu.Count("nodes.get", ""); got != 0 {
+		t.Errorf("%d node reads for a far-future entry, want 0", got)
+	}
+}

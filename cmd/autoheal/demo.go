@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tpu-autoheal/autoheal/cmd/autoheal/demo"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
@@ -32,7 +33,7 @@ Flags:
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", demoHelp, stderr)
 	format := fs.String("format", "text", "output `format`: text or json")
-	clock := fs.String("clock", "wall", "decide at the `wall` clock or at each entry's own timestamp (event)")
+	clock := fs.String("clock", "event", "decide at each entry's own timestamp (`event`, with simulated deletes of 1m and creates of 3m) or at the wall clock (wall)")
 	fleetOut := fs.String("fleet-out", "", "write the simulated fleet to this `file` after the run")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -57,6 +58,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	err := replay(ctx, append(replayArgs, "-"), bytes.NewReader(demo.Incident), stdout, stderr, func(t *targetFlags) {
 		t.embedded = demo.Fleet
 		t.after = func(f tpufake.Fleet) { after = f }
+		if *clock == "event" {
+			t.opDelays = map[string]time.Duration{"delete": time.Minute, "create": 3 * time.Minute, "reset": 3 * time.Minute}
+		}
 	})
 	if err != nil || *format != "text" {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	tpu "google.golang.org/api/tpu/v2"
 
@@ -30,6 +31,13 @@ type targetFlags struct {
 	embedded []byte              // a fleet to use instead of --fleet (autoheal demo)
 	after    func(tpufake.Fleet) // called with the simulated fleet after the run
 	listener net.Listener        // serve the simulated fleet here (autoheal simulate)
+	// opDelays makes the simulated operations take this long on the replay
+	// clock (autoheal demo: deletes and creates take minutes, as real ones
+	// do, so the report shows a real timeline); nil = done at once.
+	opDelays map[string]time.Duration
+	// simNow is the simulated control plane's clock, set by replay to its
+	// own clock once that exists (nil = the wall clock).
+	simNow func() time.Time
 }
 
 func addTargetFlags(fs *flag.FlagSet) *targetFlags {
@@ -136,6 +144,17 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 	var opts []tpufake.Option
 	if t.listener != nil {
 		opts = append(opts, tpufake.WithListener(t.listener))
+	}
+	if len(t.opDelays) > 0 {
+		opts = append(opts, tpufake.WithClock(func() time.Time {
+			if t.simNow != nil {
+				return t.simNow()
+			}
+			return time.Now()
+		}))
+		for verb, d := range t.opDelays {
+			opts = append(opts, tpufake.WithOperationDelay(verb, d))
+		}
 	}
 	tg.srv = tpufake.New(fleet, opts...)
 	svc, err := tg.srv.Service(ctx)

@@ -2,6 +2,7 @@ package events
 
 import (
 	"strings"
+	"unsafe"
 )
 
 // Classify tells why a node went down from the entry's terminate reason and
@@ -28,42 +29,76 @@ func Classify(reason, principal string) Cause {
 	if isCustomerPrincipal(principal) {
 		return CauseUser
 	}
-	words := strings.FieldsFunc(strings.ToLower(reason), func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	})
-	has := func(match func(w string) bool) bool {
-		for _, w := range words {
-			if match(w) {
-				return true
+	var lower [128]byte
+	var user, preempt, hardware, maint bool
+	prev := ""
+	// The words of the reason: runs of [a-z0-9] in the lowered text (see
+	// wordsOf, which this loop must match; it is inline so that nothing
+	// here allocates).
+	text := lowerASCII(reason, lower[:0])
+	for i, start := 0, -1; i <= len(text); i++ {
+		if i < len(text) && (text[i] >= 'a' && text[i] <= 'z' || text[i] >= '0' && text[i] <= '9') {
+			if start < 0 {
+				start = i
 			}
+			continue
 		}
-		return false
-	}
-	pair := func(a string, bs ...string) bool {
-		for i := 0; i+1 < len(words); i++ {
-			if words[i] == a {
-				for _, b := range bs {
-					if words[i+1] == b {
-						return true
-					}
-				}
-			}
+		if start < 0 {
+			continue
 		}
-		return false
+		w := text[start:i]
+		start = -1
+		switch {
+		case w == "user" || w == "users" || w == "customer" || w == "userrequested":
+			user = true
+		case strings.HasPrefix(w, "preempt") || w == "spot":
+			preempt = true
+		case w == "hardware" || w == "hosterror" || w == "faulty" || w == "defective":
+			hardware = true
+		case strings.HasPrefix(w, "maint"):
+			maint = true
+		}
+		switch prev {
+		case "host":
+			hardware = hardware || w == "error" || w == "errors" || w == "failure" || w == "failed" || w == "fault"
+		case "chip":
+			hardware = hardware || w == "failure" || w == "failed" || w == "error"
+		}
+		prev = w
 	}
 	switch {
-	case has(func(w string) bool { return w == "user" || w == "users" || w == "customer" || w == "userrequested" }):
+	case user:
 		return CauseUser
-	case has(func(w string) bool { return strings.HasPrefix(w, "preempt") || w == "spot" }):
+	case preempt:
 		return CausePreemption
-	case has(func(w string) bool { return w == "hardware" || w == "hosterror" || w == "faulty" || w == "defective" }),
-		pair("host", "error", "errors", "failure", "failed", "fault"),
-		pair("chip", "failure", "failed", "error"):
+	case hardware:
 		return CauseHardware
-	case has(func(w string) bool { return strings.HasPrefix(w, "maint") }):
+	case maint:
 		return CauseMaintenance
 	}
 	return CauseUnknown
+}
+
+// lowerASCII is strings.ToLower(s), written into buf when s is short ASCII
+// (the usual reason) so that classifying allocates nothing.
+func lowerASCII(s string, buf []byte) string {
+	if len(s) > cap(buf) {
+		return strings.ToLower(s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return strings.ToLower(s)
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf = append(buf, c)
+	}
+	if len(buf) == 0 {
+		return ""
+	}
+	return unsafe.String(&buf[0], len(buf))
 }
 
 // isCustomerPrincipal reports whether principal names an identity that is

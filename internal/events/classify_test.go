@@ -1,6 +1,9 @@
 package events
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
@@ -54,6 +57,59 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		if got := Classify(tt.reason, tt.principal); got != tt.want {
 			t.Errorf("Classify(%q, %q) = %q, want %q", tt.reason, tt.principal, got, tt.want)
+		}
+	}
+}
+
+// classifyWords is the word rules of Classify as first written, over
+// strings.FieldsFunc: the specification Classify's allocation-free loop must
+// match.
+func classifyWords(reason string) Cause {
+	words := strings.FieldsFunc(strings.ToLower(reason), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
+	has := func(match func(w string) bool) bool {
+		for _, w := range words {
+			if match(w) {
+				return true
+			}
+		}
+		return false
+	}
+	pair := func(a string, bs ...string) bool {
+		for i := 0; i+1 < len(words); i++ {
+			if words[i] == a {
+				for _, b := range bs {
+					if words[i+1] == b {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	switch {
+	case has(func(w string) bool { return w == "user" || w == "users" || w == "customer" || w == "userrequested" }):
+		return CauseUser
+	case has(func(w string) bool { return strings.HasPrefix(w, "preempt") || w == "spot" }):
+		return CausePreemption
+	case has(func(w string) bool { return w == "hardware" || w == "hosterror" || w == "faulty" || w == "defective" }),
+		pair("host", "error", "errors", "failure", "failed", "fault"),
+		pair("chip", "failure", "failed", "error"):
+		return CauseHardware
+	case has(func(w string) bool { return strings.HasPrefix(w, "maint") }):
+		return CauseMaintenance
+	}
+	return CauseUnknown
+}
+
+func TestClassifyMatchesTheWordRules(t *testing.T) {
+	for _, s := range []string{"maintenance", "  x--maintenance  ", "café maintenance", "\xff\xfemaintenance", "ＡＢ maint",
+		"hostéerror", "host\xfferror", "host  error", "host-failed", "chip error", "chip", "host", "PREEMPTÉ", "ſpot", "K user",
+		"Terminated due to a maintenance event", "spot VM preempted for host maintenance", "host error during maintenance",
+		strings.Repeat("word ", 40) + "maintenance", strings.Repeat("x", 200) + " hardware", "İstanbul maintenance", ""} {
+		if got, want := Classify(s, ""), classifyWords(s); got != want {
+			t.Errorf("Classify(%q) = %s, the word rules say %s", s, got, want)
 		}
 	}
 }

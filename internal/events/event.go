@@ -14,12 +14,37 @@ const (
 	ServiceTPU      = "tpu.googleapis.com"
 	MethodTerminate = "tpu.nodes.terminate"
 	MethodRestart   = "tpu.nodes.restart"
+
+	// Compute Engine system events about the VMs of TPU nodes (instances
+	// named t1v-n-<hash>-w-<worker>). They name the instance, not the node,
+	// and become zone hints (KindZoneHint).
+	ServiceCompute                   = "compute.googleapis.com"
+	MethodUpcomingMaintenance        = "compute.instances.upcomingMaintenance"
+	MethodPreempted                  = "compute.instances.preempted"
+	MethodHostError                  = "compute.instances.hostError"
+	MethodTerminateOnHostMaintenance = "compute.instances.terminateOnHostMaintenance"
+	tpuInstancePrefix                = "t1v-n-"
 )
+
+// ComputeMethods are the Compute Engine system events Parse accepts, in the
+// order the sink filter names them.
+var ComputeMethods = []string{MethodUpcomingMaintenance, MethodPreempted, MethodHostError, MethodTerminateOnHostMaintenance}
+
+var knownMethods = []string{MethodTerminate, MethodRestart, MethodUpcomingMaintenance, MethodPreempted, MethodHostError, MethodTerminateOnHostMaintenance}
 
 // SinkFilter is the Cloud Logging filter that selects exactly the entries the
 // function handles. The Terraform log sink uses this same string (checked by a
 // test in terraform/), and `autoheal replay --from-logging` uses it by default.
-const SinkFilter = `logName:"cloudaudit.googleapis.com%2Fsystem_event" AND protoPayload.serviceName="tpu.googleapis.com" AND (protoPayload.methodName="tpu.nodes.terminate" OR protoPayload.methodName="tpu.nodes.restart")`
+//
+// It selects the TPU API's terminate and restart system events, and the four
+// Compute Engine system events of instances named t1v-n-* (the VMs of TPU
+// nodes), which become zone hints.
+const SinkFilter = `logName:"cloudaudit.googleapis.com%2Fsystem_event" AND (` +
+	`(protoPayload.serviceName="tpu.googleapis.com" AND (protoPayload.methodName="tpu.nodes.terminate" OR protoPayload.methodName="tpu.nodes.restart"))` +
+	` OR ` +
+	`(protoPayload.serviceName="compute.googleapis.com" AND protoPayload.resourceName:"/instances/t1v-n-" AND (` +
+	`protoPayload.methodName="compute.instances.upcomingMaintenance" OR protoPayload.methodName="compute.instances.preempted" OR ` +
+	`protoPayload.methodName="compute.instances.hostError" OR protoPayload.methodName="compute.instances.terminateOnHostMaintenance")))`
 
 // SweepMessage is the Pub/Sub message body Cloud Scheduler publishes to ask
 // the function for a sweep. Terraform publishes these exact bytes.
@@ -58,6 +83,31 @@ func (r NodeRef) Parent() string {
 	return fmt.Sprintf("projects/%s/locations/%s", r.Project, r.Zone)
 }
 
+// Kind says what an Event names.
+type Kind string
+
+// Kinds of events. KindNode is the zero value, so an Event built without a
+// Kind is about a node, as every Event was before zone hints.
+const (
+	// KindNode: a tpu.nodes.* entry naming a node (Node complete).
+	KindNode Kind = ""
+	// KindZoneHint: a compute.instances.* entry about a VM of some TPU node
+	// in Node.Project and Node.Zone; Node.Node is empty. The instance name is
+	// only a hint: look at the opted-in nodes of that project and zone.
+	KindZoneHint Kind = "zone-hint"
+)
+
+// Maintenance is the notice a compute.instances.upcomingMaintenance entry
+// carries, as far as it does (fields it lacks stay zero).
+type Maintenance struct {
+	Status            string    // maintenanceStatus: PENDING, ONGOING
+	Type              string    // type: SCHEDULED, UNSCHEDULED
+	WindowStart       time.Time // windowStartTime
+	WindowEnd         time.Time // windowEndTime
+	LatestWindowStart time.Time // latestWindowStartTime
+	CanReschedule     bool      // canReschedule
+}
+
 // Event is one TPU audit log entry, parsed and classified.
 type Event struct {
 	InsertID        string
@@ -73,4 +123,21 @@ type Event struct {
 	Worker          string // worker id, "" when the entry is about the whole node
 	TerminateReason string // protoPayload.metadata.terminateReason, verbatim
 	Cause           Cause
+
+	// Kind is KindNode or KindZoneHint (the new fields are omitted from
+	// JSON when empty, so node events print as before).
+	Kind Kind `json:",omitempty"`
+	// Instance is the Compute Engine instance a zone hint is about,
+	// t1v-n-<hash>-w-<worker>; Worker then holds <worker>.
+	Instance string `json:",omitempty"`
+	// Maintenance is the notice of an upcomingMaintenance entry, nil otherwise.
+	Maintenance *Maintenance `json:",omitempty"`
+}
+
+// Key is Cloud Logging's identity of the entry: its insertId, its timestamp
+// (RFC 3339 with nanoseconds, UTC) and its logName, joined by '|'. Cloud
+// Logging treats entries with the same insertId and timestamp in the same log
+// as duplicates of one entry, so this is the key to deduplicate deliveries by.
+func (e Event) Key() string {
+	return e.InsertID + "|" + e.Time.UTC().Format(time.RFC3339Nano) + "|" + e.LogName
 }

@@ -30,23 +30,41 @@ var causes = []Cause{CauseMaintenance, CausePreemption, CauseHardware, CauseUser
 // checkEvent asserts what every accepted event guarantees to remediate.
 func checkEvent(t *testing.T, ev Event, opts Options) {
 	t.Helper()
-	name := ev.Node.Name()
-	if name == "" {
-		t.Fatalf("accepted an event without a node: %+v", ev)
-	}
-	for _, part := range []string{ev.Node.Project, ev.Node.Zone, ev.Node.Node} {
-		if !validID(part) {
-			t.Fatalf("accepted node %q with an invalid part %q", name, part)
+	switch ev.Kind {
+	case KindNode:
+		name := ev.Node.Name()
+		if name == "" {
+			t.Fatalf("accepted an event without a node: %+v", ev)
 		}
-	}
-	if strings.Count(name, "/") != 5 {
-		t.Fatalf("node name %q has the wrong shape", name)
+		for _, part := range []string{ev.Node.Project, ev.Node.Zone, ev.Node.Node} {
+			if !validID(part) {
+				t.Fatalf("accepted node %q with an invalid part %q", name, part)
+			}
+		}
+		if strings.Count(name, "/") != 5 {
+			t.Fatalf("node name %q has the wrong shape", name)
+		}
+		if ev.Service != ServiceTPU || (ev.Method != MethodTerminate && ev.Method != MethodRestart) {
+			t.Fatalf("accepted service %q method %q", ev.Service, ev.Method)
+		}
+		if ev.Instance != "" || ev.Maintenance != nil {
+			t.Fatalf("a node event carries zone-hint fields: %+v", ev)
+		}
+	case KindZoneHint:
+		if ev.Node.Node != "" || !validID(ev.Node.Project) || !validID(ev.Node.Zone) {
+			t.Fatalf("zone hint with node %+v, want a valid project and zone and no node", ev.Node)
+		}
+		if ev.Service != ServiceCompute || !slices.Contains(ComputeMethods, ev.Method) {
+			t.Fatalf("accepted zone hint service %q method %q", ev.Service, ev.Method)
+		}
+		if !strings.HasPrefix(ev.Instance, "t1v-n-") || !strings.HasSuffix(ev.Instance, "-w-"+ev.Worker) || ev.Worker == "" {
+			t.Fatalf("zone hint instance %q worker %q", ev.Instance, ev.Worker)
+		}
+	default:
+		t.Fatalf("kind %q", ev.Kind)
 	}
 	if ev.Worker != "" && !validID(ev.Worker) {
 		t.Fatalf("accepted invalid worker %q", ev.Worker)
-	}
-	if ev.Service != ServiceTPU || (ev.Method != MethodTerminate && ev.Method != MethodRestart) {
-		t.Fatalf("accepted service %q method %q", ev.Service, ev.Method)
 	}
 	if ev.InsertID == "" {
 		t.Fatal("accepted an event without an insertId")
@@ -83,7 +101,7 @@ func FuzzParse(f *testing.F) {
 
 		// The allow-list admits exactly its projects.
 		allowed := Options{MaxEntryBytes: opts.MaxEntryBytes, AllowedProjects: []string{ev.Node.Project}}
-		if again, err := Parse(data, allowed); err != nil || again.Node != ev.Node {
+		if again, err := Parse(data, allowed); err != nil || again.Node != ev.Node || again.Kind != ev.Kind {
 			t.Fatalf("allowing the event's own project: %v, node %v, want %v", err, again.Node, ev.Node)
 		}
 		other := Options{MaxEntryBytes: opts.MaxEntryBytes, AllowedProjects: []string{ev.Node.Project + "-other"}}
@@ -102,7 +120,7 @@ func FuzzParse(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Parse(Unwrap(data)) failed: %v", err)
 			}
-			if inner.Node != ev.Node || inner.InsertID != ev.InsertID || inner.Cause != ev.Cause {
+			if inner.Node != ev.Node || inner.InsertID != ev.InsertID || inner.Cause != ev.Cause || inner.Kind != ev.Kind {
 				t.Fatalf("Parse(data) = %+v but Parse(Unwrap(data)) = %+v", ev, inner)
 			}
 		}

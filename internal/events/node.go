@@ -16,6 +16,7 @@ type located struct {
 	NodeRef
 	worker       string
 	projectField string
+	instance     string // for a zone hint, the Compute Engine instance
 }
 
 // nodeOf finds the node an entry is about. Two sources can name it:
@@ -25,7 +26,7 @@ type located struct {
 // node_id, worker_id). Each part named by both must be the same in both:
 // an entry that contradicts itself is forged or confused, and acting on
 // either reading could recreate the wrong node.
-func nodeOf(resourceName string, labels map[string]string) (located, string, error) {
+func nodeOf(resourceName string, labels labelSource) (located, string, error) {
 	var fromName, fromLabels [4]string // project, zone, node, worker
 	if resourceName != "" {
 		var err error
@@ -35,7 +36,7 @@ func nodeOf(resourceName string, labels map[string]string) (located, string, err
 	}
 	labelNames := [4]string{"project_id", "zone", "node_id", "worker_id"}
 	for i, k := range labelNames {
-		v := labels[k]
+		v := labels.get(k)
 		if v == "" {
 			continue
 		}
@@ -44,7 +45,7 @@ func nodeOf(resourceName string, labels map[string]string) (located, string, err
 		}
 		fromLabels[i] = v
 	}
-	if loc := labels["location"]; loc != "" {
+	if loc := labels.get("location"); loc != "" {
 		if !validID(loc) {
 			return located{}, "", reject(CodeInvalidNode, labelsPrefix+"location", "%q is not a valid resource id", loc)
 		}
@@ -53,7 +54,7 @@ func nodeOf(resourceName string, labels map[string]string) (located, string, err
 		}
 		fromLabels[1] = loc
 	}
-	if labels["zone"] != "" {
+	if labels.get("zone") != "" {
 		labelNames[1] = "zone"
 	} else {
 		labelNames[1] = "location"
@@ -87,22 +88,44 @@ func nodeOf(resourceName string, labels map[string]string) (located, string, err
 	return l, got[3], nil
 }
 
+// labelSource is resource.labels as either path decoded them: a map, or
+// (the fast path) the pairs in input order, searched last first as the
+// map's last-wins assignment would have it.
+type labelSource struct {
+	m     map[string]string
+	pairs []labelKV // when not nil, m holds the same labels
+}
+
+type labelKV struct{ k, v string }
+
+func (l labelSource) get(k string) string {
+	if l.pairs == nil {
+		return l.m[k]
+	}
+	for i := len(l.pairs) - 1; i >= 0; i-- {
+		if l.pairs[i].k == k {
+			return l.pairs[i].v
+		}
+	}
+	return ""
+}
+
 // parseResourceName parses projects/P/(locations|zones)/Z/nodes/N[/workers/W].
 func parseResourceName(s string) ([4]string, error) {
 	bad := func(why string) error {
 		return reject(CodeInvalidNode, fieldResourceName, "%q is not projects/P/locations/Z/nodes/N: %s", s, why)
 	}
 	name := strings.TrimPrefix(s, "//tpu.googleapis.com/")
-	seg := strings.Split(name, "/")
-	if len(seg) != 6 && len(seg) != 8 {
-		return [4]string{}, bad(fmt.Sprintf("%d path segments", len(seg)))
+	seg, n := splitPath(name)
+	if n != 6 && n != 8 {
+		return [4]string{}, bad(fmt.Sprintf("%d path segments", n))
 	}
-	if seg[0] != "projects" || (seg[2] != "locations" && seg[2] != "zones") || seg[4] != "nodes" || (len(seg) == 8 && seg[6] != "workers") {
+	if seg[0] != "projects" || (seg[2] != "locations" && seg[2] != "zones") || seg[4] != "nodes" || (n == 8 && seg[6] != "workers") {
 		return [4]string{}, bad("unexpected collection")
 	}
 	var out [4]string
 	for i, j := range []int{1, 3, 5, 7} {
-		if j >= len(seg) {
+		if j >= n {
 			break
 		}
 		if !validID(seg[j]) {
@@ -113,6 +136,26 @@ func parseResourceName(s string) ([4]string, error) {
 	return out, nil
 }
 
+// splitPath splits a resource name on '/' without allocating: the first 8
+// segments and how many there are in all.
+func splitPath(name string) (seg [8]string, n int) {
+	for {
+		i := strings.IndexByte(name, '/')
+		if n < len(seg) {
+			if i < 0 {
+				seg[n] = name
+			} else {
+				seg[n] = name[:i]
+			}
+		}
+		n++
+		if i < 0 {
+			return seg, n
+		}
+		name = name[i+1:]
+	}
+}
+
 // validID accepts the characters project ids (including legacy
 // domain.com:project ones), zones, node ids and worker ids use. It keeps
 // anything that could change the meaning of a URL path (/, ?, #, %, .., spaces)
@@ -121,15 +164,30 @@ func validID(s string) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if i == 0 && !alnum {
-			return false
-		}
-		if !alnum && c != '-' && c != '_' && c != '.' && c != ':' {
+	if idChars[s[0]] != idAlnum {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if idChars[s[i]] == 0 {
 			return false
 		}
 	}
 	return true
 }
+
+const (
+	idAlnum = 1 // may start an id
+	idPunct = 2 // may appear after the first character
+)
+
+var idChars = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+			t[c] = idAlnum
+		case c == '-', c == '_', c == '.', c == ':':
+			t[c] = idPunct
+		}
+	}
+	return t
+}()

@@ -34,7 +34,16 @@ const (
 	CodeInvalidNode       = "invalid-node"        // a node name that cannot be parsed
 	CodeNodeMismatch      = "node-mismatch"       // resourceName and resource.labels disagree
 	CodeProjectNotAllowed = "project-not-allowed" // project outside Options.AllowedProjects
+	CodeForeignInstance   = "foreign-instance"    // a compute.instances.* entry about a VM that is not a TPU node's (t1v-n-*)
+	CodeFutureTimestamp   = "future-timestamp"    // timestamp more than MaxFutureSkew after Options.Now
 )
+
+// MaxFutureSkew is how far after Options.Now an entry's timestamp may be.
+// Cloud Logging stamps entries when they happen; an entry from further in
+// the future is forged or from a broken clock, and believing it would make
+// it look fresh forever (a user hold that never ages, a cooldown that never
+// ends).
+const MaxFutureSkew = 10 * time.Minute
 
 // SyntheticInsertIDPrefix starts the insertId Parse makes up for an entry
 // that has none (see Parse).
@@ -50,6 +59,11 @@ type Options struct {
 	// envelope); 0 means DefaultMaxEntryBytes. A Pub/Sub envelope, being
 	// base64 plus attributes, may itself be up to twice this size.
 	MaxEntryBytes int
+	// Now, when not zero, is the time entries are checked against: an entry
+	// whose timestamp is more than MaxFutureSkew after Now is rejected
+	// (future-timestamp). Zero disables the check, so that pure tests and
+	// replays of old exports stay deterministic.
+	Now time.Time
 }
 
 func (o Options) maxEntry() int {
@@ -89,6 +103,11 @@ func reject(code, field, format string, args ...any) *RejectError {
 type wire struct {
 	Message json.RawMessage `json:"message"`
 
+	// A structured CloudEvent (JSON format): specversion is a string.
+	Specversion json.RawMessage `json:"specversion"`
+	Data        json.RawMessage `json:"data"`
+	DataBase64  json.RawMessage `json:"data_base64"`
+
 	InsertID         *string `json:"insertId"`
 	Timestamp        string  `json:"timestamp"`
 	ReceiveTimestamp string  `json:"receiveTimestamp"`
@@ -106,6 +125,15 @@ type wire struct {
 		} `json:"authenticationInfo"`
 		Metadata struct {
 			TerminateReason json.RawMessage `json:"terminateReason"`
+			// An upcomingMaintenance notice, read leniently (raw), flat
+			// or under upcomingMaintenance.
+			MaintenanceStatus     json.RawMessage `json:"maintenanceStatus"`
+			Type                  json.RawMessage `json:"type"`
+			WindowStartTime       json.RawMessage `json:"windowStartTime"`
+			WindowEndTime         json.RawMessage `json:"windowEndTime"`
+			LatestWindowStartTime json.RawMessage `json:"latestWindowStartTime"`
+			CanReschedule         json.RawMessage `json:"canReschedule"`
+			UpcomingMaintenance   json.RawMessage `json:"upcomingMaintenance"`
 		} `json:"metadata"`
 	} `json:"protoPayload"`
 }
@@ -130,8 +158,20 @@ func isEnvelope(raw json.RawMessage) bool {
 // Parse reads one TPU audit LogEntry, as Cloud Logging and
 // `gcloud logging read --format=json` print it, and returns it as an Event.
 // data may also be a Pub/Sub push body or the data of a messagePublished
-// CloudEvent carrying the entry base64-encoded in message.data; the form is
-// detected from the bytes.
+// CloudEvent carrying the entry base64-encoded in message.data, or a whole
+// structured CloudEvent (specversion, type, source, id, and data or
+// data_base64) carrying either; the form is detected from the bytes.
+//
+// Two kinds of entries are accepted: tpu.googleapis.com terminate and restart
+// system events, which name a node (Kind KindNode), and the Compute Engine
+// system events of ComputeMethods about an instance named
+// t1v-n-<hash>-w-<worker>, a VM of some TPU node, which become zone hints
+// (Kind KindZoneHint: Node.Project and Node.Zone set, Node.Node empty,
+// Instance and Worker from the instance name, Maintenance from an
+// upcomingMaintenance notice). Any other instance is foreign-instance.
+//
+// With Options.Now set, an entry dated more than MaxFutureSkew after it is
+// rejected (future-timestamp).
 //
 // Every rejection is a *RejectError. Parse rejects rather than guesses
 // whenever the entry could make remediate act on the wrong node: a node name
@@ -150,6 +190,15 @@ func isEnvelope(raw json.RawMessage) bool {
 // is not checked: the sink filter selects system_event entries, and replay
 // input written by hand often has none.
 func Parse(data []byte, opts Options) (Event, error) {
+	if ev, err, ok := parseFast(data, opts); ok {
+		return ev, err
+	}
+	return parseReference(data, opts)
+}
+
+// parseReference is Parse through encoding/json: the definition of what
+// Parse returns, which the fast path must match (FuzzFastParse).
+func parseReference(data []byte, opts Options) (Event, error) {
 	if len(data) > opts.maxRaw() {
 		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", len(data), opts.maxRaw())
 	}
@@ -157,21 +206,103 @@ func Parse(data []byte, opts Options) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	if isEnvelope(w.Message) {
-		payload, _, err := unwrapMessage(w.Message, opts.maxEntry())
+	payload, _, field, isEnv, err := unwrapWire(w, opts.maxEntry())
+	if isEnv {
 		if err != nil {
 			return Event{}, err
 		}
 		if w, err = decodeObject(payload); err != nil {
-			return Event{}, prefixField("message.data", err)
+			return Event{}, prefixField(field, err)
 		}
-		if isEnvelope(w.Message) {
-			return Event{}, reject(CodeBadEnvelope, "message.data", "a Pub/Sub envelope inside an envelope")
+		if isEnvelope(w.Message) || isCloudEvent(w.Specversion) {
+			return Event{}, reject(CodeBadEnvelope, field, "a Pub/Sub envelope inside an envelope")
 		}
 	} else if len(data) > opts.maxEntry() {
 		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", len(data), opts.maxEntry())
 	}
-	return eventFrom(w, opts)
+	return eventFrom(w.entry(), nil, opts)
+}
+
+// isCloudEvent reports whether a top-level specversion member (a string)
+// makes the object a structured CloudEvent. A LogEntry has no specversion.
+func isCloudEvent(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '"'
+}
+
+// unwrapWire returns what an envelope carries: the message data of a Pub/Sub
+// push body; the data (or data_base64) of a structured CloudEvent, itself
+// unwrapped when it is a Pub/Sub message (messagePublished) and taken as the
+// entry otherwise (an audit log CloudEvent carries the LogEntry as data).
+// field names where the payload came from. isEnv is false for anything else.
+// max < 0 means no size limit.
+func unwrapWire(w wire, max int) (payload []byte, attrs map[string]string, field string, isEnv bool, err error) {
+	if isEnvelope(w.Message) {
+		payload, attrs, err = unwrapMessage(w.Message, max)
+		return payload, attrs, "message.data", true, err
+	}
+	if !isCloudEvent(w.Specversion) {
+		return nil, nil, "", false, nil
+	}
+	var data []byte
+	d := bytes.TrimSpace(w.Data)
+	b64 := bytes.TrimSpace(w.DataBase64)
+	switch {
+	case len(b64) > 0 && string(b64) != "null":
+		field = "data_base64"
+		var enc string
+		if json.Unmarshal(b64, &enc) != nil {
+			return nil, nil, field, true, reject(CodeBadEnvelope, field, "not a base64 string")
+		}
+		if max >= 0 && base64.StdEncoding.DecodedLen(len(enc)) > 2*max+3 {
+			return nil, nil, field, true, reject(CodeTooLarge, field, "about %d decoded bytes is over the %d-byte limit",
+				base64.StdEncoding.DecodedLen(len(enc)), 2*max)
+		}
+		if data, err = decodeBase64(enc); err != nil {
+			return nil, nil, field, true, reject(CodeBadBase64, field, "%v", err)
+		}
+	case len(d) > 0 && d[0] == '{':
+		field, data = "data", d
+	case len(d) > 0 && d[0] == '"':
+		field = "data"
+		var s string
+		if json.Unmarshal(d, &s) != nil {
+			return nil, nil, field, true, reject(CodeBadEnvelope, field, "not a JSON string")
+		}
+		data = []byte(s)
+	case len(d) == 0 || string(d) == "null":
+		return nil, nil, "data", true, reject(CodeEmptyMessage, "data", "the CloudEvent has no data")
+	default:
+		return nil, nil, "data", true, reject(CodeBadEnvelope, "data", "the CloudEvent's data is a JSON %s, not an object", jsonKind(d[0]))
+	}
+	// The data of a messagePublished CloudEvent is a Pub/Sub push body.
+	var probe struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(data, &probe) == nil && isEnvelope(probe.Message) {
+		payload, attrs, err = unwrapMessage(probe.Message, max)
+		return payload, attrs, field + ".message.data", true, prefixAll(field, err)
+	}
+	if max >= 0 && len(data) > max {
+		return nil, nil, field, true, reject(CodeTooLarge, field, "%d bytes is over the %d-byte limit", len(data), max)
+	}
+	return data, nil, field, true, nil
+}
+
+// prefixAll makes a RejectError about an envelope's member name the
+// CloudEvent member it sits in.
+func prefixAll(prefix string, err error) error {
+	var re *RejectError
+	if !errors.As(err, &re) {
+		return err
+	}
+	c := *re
+	if c.Field == "" {
+		c.Field = prefix
+	} else {
+		c.Field = prefix + "." + c.Field
+	}
+	return &c
 }
 
 // prefixField makes a RejectError about a whole envelope payload name the
@@ -245,19 +376,29 @@ func jsonType(goType string) string {
 
 // Unwrap strips a Pub/Sub push envelope, or the identical data of a
 // messagePublished CloudEvent: {"message":{"data":<base64>,"attributes":{...},
-// ...},"subscription":...}. It returns the decoded message data and the
+// ...},"subscription":...}, and a structured CloudEvent ({"specversion":...,
+// "type":...,"data":...} or "data_base64"), whose data is either such a
+// push body or the LogEntry itself. It returns the decoded message data and the
 // message attributes. data that is not an envelope (a bare LogEntry, the
 // sweep message, even invalid JSON, which Parse then rejects) is returned
 // unchanged with nil attributes and no error. Unwrap applies no size limit
 // of its own: callers hold data in memory already, and Parse bounds it.
 func Unwrap(data []byte) (payload []byte, attrs map[string]string, err error) {
 	var probe struct {
-		Message json.RawMessage `json:"message"`
+		Message     json.RawMessage `json:"message"`
+		Specversion json.RawMessage `json:"specversion"`
+		Data        json.RawMessage `json:"data"`
+		DataBase64  json.RawMessage `json:"data_base64"`
 	}
-	if json.Unmarshal(data, &probe) != nil || !isEnvelope(probe.Message) {
+	if json.Unmarshal(data, &probe) != nil {
 		return data, nil, nil
 	}
-	return unwrapMessage(probe.Message, -1)
+	w := wire{Message: probe.Message, Specversion: probe.Specversion, Data: probe.Data, DataBase64: probe.DataBase64}
+	payload, attrs, _, isEnv, err := unwrapWire(w, -1)
+	if !isEnv {
+		return data, nil, nil
+	}
+	return payload, attrs, err
 }
 
 // unwrapMessage decodes an envelope's message; max < 0 means no limit.
@@ -334,7 +475,11 @@ func Peek(data []byte) Event {
 	if t, err := time.Parse(time.RFC3339Nano, w.Timestamp); err == nil {
 		ev.Time = t
 	}
-	if loc, _, err := nodeOf(w.ProtoPayload.ResourceName, w.Resource.Labels); err == nil {
+	if w.ProtoPayload.ServiceName == ServiceCompute {
+		if loc, err := instanceOf(w.ProtoPayload.ResourceName, labelSource{m: w.Resource.Labels}); err == nil {
+			ev.Kind, ev.Node, ev.Worker, ev.Instance = KindZoneHint, loc.NodeRef, loc.worker, loc.instance
+		}
+	} else if loc, _, err := nodeOf(w.ProtoPayload.ResourceName, labelSource{m: w.Resource.Labels}); err == nil {
 		ev.Node, ev.Worker = loc.NodeRef, loc.worker
 	}
 	return ev
@@ -355,48 +500,140 @@ func IsSweep(payload []byte) bool {
 	return json.Unmarshal(m["autoheal"], &v) == nil && v == "sweep"
 }
 
-func eventFrom(w wire, opts Options) (Event, error) {
+// entry is what eventFrom reads of a LogEntry, however it was decoded.
+type entry struct {
+	hasInsertID                                    bool
+	insertID, timestamp, receiveTimestamp, logName string
+	resourceType                                   string
+	labels                                         map[string]string
+	pairs                                          []labelKV   // the labels in input order, when the fast path read them
+	causes                                         *causeCache // nil: classify every entry afresh
+	service, method, resourceName, principal       string
+	terminateReason                                json.RawMessage
+	reason                                         string // terminateReason when hasReason: already decoded
+	hasReason                                      bool
+	maint                                          maintRaw
+}
+
+// maintRaw is an upcomingMaintenance notice as found in the metadata.
+type maintRaw struct {
+	status, typ, windowStart, windowEnd, latestWindowStart, canReschedule json.RawMessage
+	upcoming                                                              json.RawMessage // the same fields, nested
+}
+
+func (w wire) entry() entry {
 	p := w.ProtoPayload
-	if p.ServiceName == "" {
-		return Event{}, reject(CodeForeignService, "protoPayload.serviceName", "missing: not a TPU audit log entry")
+	e := entry{
+		timestamp:        w.Timestamp,
+		receiveTimestamp: w.ReceiveTimestamp,
+		logName:          w.LogName,
+		resourceType:     w.Resource.Type,
+		labels:           w.Resource.Labels,
+		service:          p.ServiceName,
+		method:           p.MethodName,
+		resourceName:     p.ResourceName,
+		principal:        p.AuthenticationInfo.PrincipalEmail,
+		terminateReason:  p.Metadata.TerminateReason,
+		maint: maintRaw{
+			status: p.Metadata.MaintenanceStatus, typ: p.Metadata.Type,
+			windowStart: p.Metadata.WindowStartTime, windowEnd: p.Metadata.WindowEndTime,
+			latestWindowStart: p.Metadata.LatestWindowStartTime, canReschedule: p.Metadata.CanReschedule,
+			upcoming: p.Metadata.UpcomingMaintenance,
+		},
 	}
-	if p.ServiceName != ServiceTPU {
-		return Event{}, reject(CodeForeignService, "protoPayload.serviceName", "%q is not %s", p.ServiceName, ServiceTPU)
+	if w.InsertID != nil {
+		e.hasInsertID, e.insertID = true, *w.InsertID
 	}
-	if p.MethodName != MethodTerminate && p.MethodName != MethodRestart {
-		return Event{}, reject(CodeForeignMethod, "protoPayload.methodName", "%q is not %s or %s", p.MethodName, MethodTerminate, MethodRestart)
+	return e
+}
+
+// checkMethod is the first thing Parse decides: whether the entry is one
+// tpu-autoheal handles at all. Compute Engine entries are accepted only for
+// the four system events of ComputeMethods; any other compute method is
+// foreign-service, as every compute entry was before zone hints.
+func checkMethod(service, method string) error {
+	switch service {
+	case "":
+		return reject(CodeForeignService, "protoPayload.serviceName", "missing: not a TPU audit log entry")
+	case ServiceTPU:
+		if method != MethodTerminate && method != MethodRestart {
+			return reject(CodeForeignMethod, "protoPayload.methodName", "%q is not %s or %s", method, MethodTerminate, MethodRestart)
+		}
+		return nil
+	case ServiceCompute:
+		if isComputeMethod(method) {
+			return nil
+		}
 	}
-	ts, err := parseTime("timestamp", w.Timestamp)
+	return reject(CodeForeignService, "protoPayload.serviceName", "%q is not %s", service, ServiceTPU)
+}
+
+func isComputeMethod(m string) bool {
+	switch m {
+	case MethodUpcomingMaintenance, MethodPreempted, MethodHostError, MethodTerminateOnHostMaintenance:
+		return true
+	}
+	return false
+}
+
+// eventFrom makes the Event of an entry. pairs, when not nil, are the
+// entry's labels in input order (the fast path's; a separate argument so
+// that they can live on its stack).
+func eventFrom(w entry, pairs []labelKV, opts Options) (Event, error) {
+	if err := checkMethod(w.service, w.method); err != nil {
+		return Event{}, err
+	}
+	ts, err := parseTime("timestamp", w.timestamp)
 	if err != nil {
 		return Event{}, err
 	}
-	rts, err := parseTime("receiveTimestamp", w.ReceiveTimestamp)
+	rts, err := parseTime("receiveTimestamp", w.receiveTimestamp)
 	if err != nil {
 		return Event{}, err
 	}
-	node, worker, err := nodeOf(p.ResourceName, w.Resource.Labels)
-	if err != nil {
+	if !opts.Now.IsZero() && ts.After(opts.Now.Add(MaxFutureSkew)) {
+		return Event{}, reject(CodeFutureTimestamp, "timestamp", "%s is more than %v after now (%s)",
+			ts.Format(time.RFC3339Nano), MaxFutureSkew, opts.Now.UTC().Format(time.RFC3339))
+	}
+	ev := Event{
+		Time:           ts,
+		ReceiveTime:    rts,
+		LogName:        w.logName,
+		Service:        w.service,
+		Method:         w.method,
+		ResourceType:   w.resourceType,
+		ResourceLabels: w.labels,
+		Principal:      w.principal,
+	}
+	var node located
+	if w.service == ServiceCompute {
+		node, err = instanceOf(w.resourceName, labelSource{m: w.labels, pairs: pairs})
+		if err != nil {
+			return Event{}, err
+		}
+		ev.Kind, ev.Instance = KindZoneHint, node.instance
+		if ev.Maintenance, err = maintenanceFrom(w.maint); err != nil {
+			return Event{}, err
+		}
+	} else if node, _, err = nodeOf(w.resourceName, labelSource{m: w.labels, pairs: pairs}); err != nil {
 		return Event{}, err
 	}
 	if len(opts.AllowedProjects) > 0 && !slices.Contains(opts.AllowedProjects, node.Project) {
 		return Event{}, reject(CodeProjectNotAllowed, node.projectField, "project %q is not in the allowed projects %q", node.Project, opts.AllowedProjects)
 	}
-	ev := Event{
-		Time:            ts,
-		ReceiveTime:     rts,
-		LogName:         w.LogName,
-		Service:         p.ServiceName,
-		Method:          p.MethodName,
-		ResourceType:    w.Resource.Type,
-		ResourceLabels:  w.Resource.Labels,
-		Principal:       p.AuthenticationInfo.PrincipalEmail,
-		Node:            node.NodeRef,
-		Worker:          worker,
-		TerminateReason: rawString(p.Metadata.TerminateReason),
+	ev.Node, ev.Worker = node.NodeRef, node.worker
+	if ev.Kind == KindZoneHint {
+		ev.Cause = computeCause(w.method, w.principal)
+	} else {
+		if w.hasReason {
+			ev.TerminateReason = w.reason
+		} else {
+			ev.TerminateReason = rawString(w.terminateReason)
+		}
+		ev.Cause = w.causes.classify(ev.TerminateReason, ev.Principal)
 	}
-	ev.Cause = Classify(ev.TerminateReason, ev.Principal)
-	if w.InsertID != nil && *w.InsertID != "" {
-		ev.InsertID = *w.InsertID
+	if w.hasInsertID && w.insertID != "" {
+		ev.InsertID = w.insertID
 	} else {
 		ev.InsertID = syntheticInsertID(ev)
 	}
@@ -407,11 +644,65 @@ func parseTime(field, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
+	if t, ok := parseUTC(s); ok {
+		return t, nil
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, reject(CodeBadTimestamp, field, "%q is not an RFC 3339 time", s)
 	}
 	return t, nil
+}
+
+// parseUTC reads the one form Cloud Logging writes,
+// YYYY-MM-DDTHH:MM:SS[.fraction]Z, about ten times faster than time.Parse and
+// to the same value; anything else (offsets, leap seconds, over nine digits
+// of fraction) is left to time.Parse.
+func parseUTC(s string) (time.Time, bool) {
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(i, n int) (int, bool) {
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 2)
+	day, ok3 := num(8, 2)
+	hour, ok4 := num(11, 2)
+	minute, ok5 := num(14, 2)
+	sec, ok6 := num(17, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	if day > 28 && day > daysIn(time.Month(month), year) {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := s[19 : len(s)-1]; frac != "" {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		v, ok := num(20, len(frac)-1)
+		if !ok {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			v *= 10
+		}
+		nsec = v
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+}
+
+func daysIn(m time.Month, year int) int {
+	return time.Date(year, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
 // rawString returns a JSON string's value, or the compact JSON text of any
@@ -437,6 +728,9 @@ func syntheticInsertID(ev Event) string {
 	for _, s := range []string{ev.LogName, ev.Time.UTC().Format(time.RFC3339Nano), ev.Method, ev.Node.Name(), ev.Worker, ev.TerminateReason, ev.Principal} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
+	}
+	if ev.Instance != "" { // zone hints name no node: the instance tells them apart
+		h.Write([]byte(ev.Node.Parent() + "/instances/" + ev.Instance))
 	}
 	return SyntheticInsertIDPrefix + hex.EncodeToString(h.Sum(nil)[:12])
 }

@@ -68,6 +68,8 @@ type Reader struct {
 	index     int
 	start     int64 // offset of the element being read (Item.Offset)
 
+	causes causeCache // classifications of recent entries (the fast path's)
+
 	elem  []byte // scratch for the element being framed
 	over  bool   // elem was cut at the limit
 	stack []byte // open brackets of the element being framed
@@ -175,6 +177,9 @@ func (r *Reader) arrayStop(why string) (Item, error) {
 // element frames the value at the cursor and parses it.
 func (r *Reader) element() (Item, error) {
 	inArray := r.mode != modeTop
+	if it, ok := r.fastElement(!inArray); ok {
+		return it, nil
+	}
 	start := r.off
 	res, err := r.frame(!inArray)
 	if err != nil {
@@ -207,6 +212,34 @@ func (r *Reader) element() (Item, error) {
 		}
 		return r.item(data, bad), nil
 	}
+}
+
+// fastElement reads a plain entry straight from the buffer with the fast
+// path's scanner, which finds the element's end while it decodes it, so the
+// element is not framed first and scanned again. It declines (ok=false, the
+// cursor unmoved) whenever the general path could answer differently: the
+// element does not end within the buffered bytes, is not a plain entry for
+// the fast path, is over the limit, or (in a stream) has a '{' at the start
+// of a line inside it, where frame would cut.
+func (r *Reader) fastElement(stream bool) (Item, bool) {
+	s := scanner{b: r.buf[r.pos:r.end], causes: &r.causes}
+	s.e.labelsNil = true
+	if !s.object() {
+		return Item{}, false
+	}
+	elem := s.b[:s.i]
+	if len(elem) > r.opts.maxRaw() || stream && bytes.Contains(elem, []byte("\n{")) {
+		return Item{}, false
+	}
+	ev, err, ok := s.finish(r.opts)
+	if !ok {
+		return Item{}, false
+	}
+	data := bytes.Clone(elem)
+	r.consume(len(elem))
+	it := r.item(data, err)
+	it.Event = ev
+	return it, true
 }
 
 type frameResult int

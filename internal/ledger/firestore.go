@@ -258,8 +258,7 @@ func (f *Firestore) MarkEvent(ctx context.Context, id string, expire time.Time) 
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
-		// rest: firestore.projects.databases.documents.batchGet
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{ref}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{ref}); err != nil { // rest: firestore.projects.databases.documents.batchGet
 			return false, fmt.Errorf("mark event %s: %w", id, err)
 		}
 		if s := snaps[0]; s.Exists() {
@@ -308,7 +307,9 @@ type write struct {
 // each other's locks (the emulator's pessimistic locking turns that into
 // multi-second lock timeouts); the loser simply reads again.
 func (f *Firestore) commit(ctx context.Context, writes ...write) error {
-	// rest: firestore.projects.databases.documents.beginTransaction, firestore.projects.databases.documents.commit, firestore.projects.databases.documents.rollback
+	// rest: firestore.projects.databases.documents.beginTransaction
+	// rest: firestore.projects.databases.documents.rollback
+	// rest: firestore.projects.databases.documents.commit
 	return f.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		for _, w := range writes {
 			var err error
@@ -357,8 +358,7 @@ func (f *Firestore) History(ctx context.Context, node, project, eventID string, 
 	if eventID != "" {
 		refs = append(refs, f.col(CollectionEvents).Doc(docID(eventID)))
 	}
-	// rest: firestore.projects.databases.documents.batchGet
-	snaps, err := f.client.GetAll(ctx, refs)
+	snaps, err := f.client.GetAll(ctx, refs) // rest: firestore.projects.databases.documents.batchGet
 	if err != nil {
 		return remediate.History{}, fmt.Errorf("history of %s: %w", node, err)
 	}
@@ -430,8 +430,7 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
-		// rest: firestore.projects.databases.documents.batchGet
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef, projRef}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, refs); err != nil { // rest: firestore.projects.databases.documents.batchGet
 			return remediate.Recovery{}, fmt.Errorf("claim %s: %w", req.Node, err)
 		}
 		cur, err := fromSnapshot(snaps[0])
@@ -518,8 +517,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 	var err error
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
-		// rest: firestore.projects.databases.documents.batchGet
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef}); err != nil { // rest: firestore.projects.databases.documents.batchGet
 			return fmt.Errorf("update %s: %w", rec.Node, err)
 		}
 		cur, err := fromSnapshot(snaps[0])
@@ -538,8 +536,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 		if cur.Latest.Unfinished() && !next.Latest.Unfinished() {
 			// Finishing: the node leaves its project's in-flight set.
 			projRef := f.col(CollectionProjects).Doc(docID(cur.Latest.Project))
-			// rest: firestore.projects.databases.documents.batchGet
-			ps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{projRef})
+			ps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{projRef}) // rest: firestore.projects.databases.documents.batchGet
 			if err != nil {
 				return fmt.Errorf("update %s: %w", rec.Node, err)
 			}
@@ -572,7 +569,6 @@ func (f *Firestore) Unfinished(ctx context.Context) ([]remediate.Recovery, error
 	defer it.Stop()
 	var out []remediate.Recovery
 	for {
-		// rest: firestore.projects.databases.documents.runQuery
 		s, err := it.Next()
 		if errors.Is(err, iterator.Done) {
 			break
@@ -602,8 +598,7 @@ func (f *Firestore) SetDeferral(ctx context.Context, d remediate.Deferral) error
 		return fmt.Errorf("set deferral: empty node")
 	}
 	doc := deferralDoc{Node: d.Node, Project: d.Project, Since: d.Since, Due: d.Due, Reason: d.Reason}
-	// rest: firestore.projects.databases.documents.commit
-	if _, err := f.col(CollectionDeferrals).Doc(docID(d.Node)).Set(ctx, doc); err != nil {
+	if err := f.setWithSummary(ctx, f.col(CollectionDeferrals).Doc(docID(d.Node)), doc, d.Node, "deferral", doc.fields()); err != nil {
 		return fmt.Errorf("set deferral of %s: %w", d.Node, err)
 	}
 	return nil
@@ -612,8 +607,7 @@ func (f *Firestore) SetDeferral(ctx context.Context, d remediate.Deferral) error
 // ClearDeferral implements remediate.Store; clearing an absent deferral is
 // not an error.
 func (f *Firestore) ClearDeferral(ctx context.Context, node string) error {
-	// rest: firestore.projects.databases.documents.commit
-	if _, err := f.col(CollectionDeferrals).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
+	if err := f.setWithSummary(ctx, f.col(CollectionDeferrals).Doc(docID(node)), nil, node, "deferral", nil); err != nil {
 		return fmt.Errorf("clear deferral of %s: %w", node, err)
 	}
 	return nil
@@ -625,8 +619,7 @@ func (f *Firestore) SetHold(ctx context.Context, h remediate.Hold) error {
 		return fmt.Errorf("set hold: empty node")
 	}
 	doc := holdDoc{Node: h.Node, Project: h.Project, NodeID: h.NodeID, Since: h.Since, EventID: h.EventID, Reason: h.Reason}
-	// rest: firestore.projects.databases.documents.commit
-	if _, err := f.col(CollectionHolds).Doc(docID(h.Node)).Set(ctx, doc); err != nil {
+	if err := f.setWithSummary(ctx, f.col(CollectionHolds).Doc(docID(h.Node)), doc, h.Node, "hold", doc.fields()); err != nil {
 		return fmt.Errorf("set hold of %s: %w", h.Node, err)
 	}
 	return nil
@@ -635,8 +628,7 @@ func (f *Firestore) SetHold(ctx context.Context, h remediate.Hold) error {
 // ClearHold implements remediate.Store; clearing an absent hold is not an
 // error.
 func (f *Firestore) ClearHold(ctx context.Context, node string) error {
-	// rest: firestore.projects.databases.documents.commit
-	if _, err := f.col(CollectionHolds).Doc(docID(node)).Delete(ctx); err != nil && status.Code(err) != codes.NotFound {
+	if err := f.setWithSummary(ctx, f.col(CollectionHolds).Doc(docID(node)), nil, node, "hold", nil); err != nil {
 		return fmt.Errorf("clear hold of %s: %w", node, err)
 	}
 	return nil
@@ -649,7 +641,6 @@ func (f *Firestore) DueDeferrals(ctx context.Context, now time.Time) ([]remediat
 	defer it.Stop()
 	var out []remediate.Deferral
 	for {
-		// rest: firestore.projects.databases.documents.runQuery
 		s, err := it.Next()
 		if errors.Is(err, iterator.Done) {
 			break
@@ -673,8 +664,7 @@ func (f *Firestore) stateRef() *firestore.DocumentRef {
 
 // SweepCursor implements remediate.Store.
 func (f *Firestore) SweepCursor(ctx context.Context) (string, error) {
-	// rest: firestore.projects.databases.documents.batchGet
-	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.stateRef()})
+	snaps, err := f.client.GetAll(ctx, []*firestore.DocumentRef{f.stateRef()}) // rest: firestore.projects.databases.documents.batchGet
 	if err != nil {
 		return "", fmt.Errorf("read sweep cursor: %w", err)
 	}
@@ -691,8 +681,7 @@ func (f *Firestore) SweepCursor(ctx context.Context) (string, error) {
 
 // SetSweepCursor implements remediate.Store.
 func (f *Firestore) SetSweepCursor(ctx context.Context, cursor string) error {
-	// rest: firestore.projects.databases.documents.commit
-	if _, err := f.stateRef().Set(ctx, stateDoc{Cursor: cursor, UpdatedAt: f.clock()}); err != nil {
+	if _, err := f.stateRef().Set(ctx, stateDoc{Cursor: cursor, UpdatedAt: f.clock()}); err != nil { // rest: firestore.projects.databases.documents.commit
 		return fmt.Errorf("save sweep cursor: %w", err)
 	}
 	return nil

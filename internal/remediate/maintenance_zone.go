@@ -95,8 +95,11 @@ func (h *Handler) HandleZoneHint(ctx context.Context, ev events.Event) (SweepRes
 		token = next
 	}
 	res.Nodes = looked
-	instance := ev.ResourceLabels["instance_id"]
-	if ev.Worker != "" {
+	instance := ev.Instance
+	if instance == "" {
+		instance = ev.ResourceLabels["instance_id"]
+	}
+	if ev.Worker != "" && ev.Instance == "" {
 		instance = "worker " + ev.Worker
 	}
 	r.Action = ActionRecord

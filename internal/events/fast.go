@@ -1,0 +1,801 @@
+package events
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// The fast path.
+//
+// Parse first reads an entry with a hand-written, allocation-free scanner
+// (parseFast) and falls back to the reference path (parseReference, which is
+// encoding/json into the wire struct) whenever the input is anything but a
+// plain, valid LogEntry: a syntax error, a known field of the wrong JSON type,
+// an envelope, a key spelled with escapes or non-ASCII letters at a level we
+// decode, nesting deeper than fastMaxDepth. The fallback then produces the
+// exact error, so rejects read the same whichever path ran, and FuzzFastParse
+// checks on arbitrary input that whenever the fast path answers, it answers
+// exactly what the reference path does.
+//
+// To agree with encoding/json the scanner validates the whole input (JSON
+// grammar, string escapes, control characters; like encoding/json it does not
+// insist on valid UTF-8, but replaces invalid bytes in the strings it keeps),
+// matches member names case-insensitively, lets the last duplicate win for
+// scalars and merges duplicate objects, exactly as json.Unmarshal does into
+// the wire struct.
+//
+// What it decides first is cheap: the service and method are checked on
+// byte spans of the input before any string, map or time is made, so a
+// foreign entry costs one validating scan and one reject.
+//
+// Memory: what the event keeps is copied into one allocation per event (its
+// arena) plus the labels map; unsafe.String makes strings of two kinds of
+// bytes only: views of the input used during the call and never kept
+// (alias), and views of the arena, which is never written again once a
+// string points into it (own).
+
+// fastMaxDepth bounds the nesting the scanner follows itself; deeper input
+// goes to encoding/json, which enforces its own limit.
+const fastMaxDepth = 512
+
+// maxFastLabels is how many resource labels the fast path keeps (gce_instance
+// has 3, tpu_worker 4); more go to the reference path.
+const maxFastLabels = 8
+
+// span is a byte range of the input; raw spans include a string's quotes.
+type span struct{ lo, hi int32 } // int32: the scanner declines input over 2 GiB
+
+// str is a string member as the scanner found it.
+type str struct {
+	s      span // without the quotes
+	set    bool // the member was present with a string value
+	simple bool // no escapes and valid UTF-8: the bytes are the value
+	ascii  bool // no escapes and no byte over 0x7f
+}
+
+type labelPair struct {
+	k, v str
+}
+
+// fastEntry is the fast path's wire: spans into the input.
+type fastEntry struct {
+	hasInsertID                       bool
+	insertID                          str
+	timestamp, receiveTimestamp       str
+	logName, resourceType             str
+	labelsNil                         bool
+	labels                            [maxFastLabels]labelPair
+	nLabels                           int
+	service, method, resourceName     str
+	principal                         str
+	terminateReason                   span // raw; lo == hi when absent
+	maintStatus, maintType            span
+	windowStart, windowEnd, latestWin span
+	canReschedule, upcoming           span
+}
+
+type scanner struct {
+	b      []byte
+	i      int
+	e      fastEntry
+	arena  []byte      // the kept strings, sized exactly before the first copy
+	causes *causeCache // the Reader's, or nil
+}
+
+// causeCache remembers the last few classifications: an export repeats a
+// handful of reasons, and Classify is a pure function of its two strings.
+type causeCache struct {
+	entries [8]struct {
+		reason, principal string
+		cause             Cause
+	}
+	n, next int
+}
+
+func (c *causeCache) classify(reason, principal string) Cause {
+	if c == nil {
+		return Classify(reason, principal)
+	}
+	for i := range c.entries[:c.n] {
+		if e := &c.entries[i]; e.reason == reason && e.principal == principal {
+			return e.cause
+		}
+	}
+	cause := Classify(reason, principal)
+	e := &c.entries[c.next]
+	e.reason, e.principal, e.cause = reason, principal, cause
+	c.next = (c.next + 1) % len(c.entries)
+	c.n = max(c.n, c.next)
+	if c.next == 0 {
+		c.n = len(c.entries)
+	}
+	return cause
+}
+
+// parseFast returns ok=false when the input must go to the reference path.
+func parseFast(data []byte, opts Options) (ev Event, err error, ok bool) {
+	if len(data) > opts.maxRaw() {
+		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", len(data), opts.maxRaw()), true
+	}
+	s := scanner{b: data}
+	s.e.labelsNil = true
+	if !s.top() {
+		return Event{}, nil, false
+	}
+	return s.finish(opts)
+}
+
+// finish makes the Event of the object the scanner has just read, s.b[:s.i].
+func (s *scanner) finish(opts Options) (ev Event, err error, ok bool) {
+	e, data := &s.e, s.b
+	if s.i > opts.maxEntry() {
+		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", s.i, opts.maxEntry()), true
+	}
+	// Decide what the entry is on spans, before making anything.
+	if err := checkMethod(s.alias(e.service), s.alias(e.method)); err != nil {
+		return Event{}, err, true
+	}
+	// Everything the event keeps is copied into one allocation of its own
+	// (the input belongs to the caller).
+	var reason str
+	if sp := e.terminateReason; sp.hi > sp.lo && data[sp.lo] == '"' {
+		rs := scanner{b: data, i: int(sp.lo)}
+		reason, _ = rs.str() // validated already
+	}
+	n := 0
+	for _, v := range []*str{&e.insertID, &e.logName, &e.resourceType, &e.resourceName, &e.principal, &reason} {
+		if v.simple {
+			n += int(v.s.hi - v.s.lo)
+		}
+	}
+	for _, p := range e.labels[:e.nLabels] {
+		n += int(p.k.s.hi - p.k.s.lo + p.v.s.hi - p.v.s.lo)
+	}
+	s.arena = make([]byte, 0, n)
+	w := entry{
+		hasInsertID:      e.hasInsertID,
+		insertID:         s.own(e.insertID),
+		timestamp:        s.alias(e.timestamp), // parsed, never kept
+		receiveTimestamp: s.alias(e.receiveTimestamp),
+		logName:          s.own(e.logName),
+		resourceType:     s.own(e.resourceType),
+		service:          intern(s.alias(e.service), ServiceTPU, ServiceCompute),
+		method:           intern(s.alias(e.method), knownMethods...),
+		resourceName:     s.own(e.resourceName),
+		principal:        s.own(e.principal),
+		terminateReason:  s.raw(e.terminateReason),
+		maint: maintRaw{
+			status: s.raw(e.maintStatus), typ: s.raw(e.maintType),
+			windowStart: s.raw(e.windowStart), windowEnd: s.raw(e.windowEnd), latestWindowStart: s.raw(e.latestWin),
+			canReschedule: s.raw(e.canReschedule), upcoming: s.raw(e.upcoming),
+		},
+	}
+	if reason.set {
+		w.reason, w.hasReason = s.own(reason), true
+	}
+	var kv [maxFastLabels]labelKV
+	var pairs []labelKV
+	if !e.labelsNil {
+		w.labels = make(map[string]string, e.nLabels)
+		for i, p := range e.labels[:e.nLabels] {
+			kv[i] = labelKV{s.own(p.k), s.own(p.v)}
+			w.labels[kv[i].k] = kv[i].v
+		}
+		pairs = kv[:e.nLabels]
+	}
+	w.causes = s.causes
+	ev, err = eventFrom(w, pairs, opts)
+	return ev, err, true
+}
+
+// alias is the value of a simple string member as a view of the input, for
+// what is only compared or parsed, never kept.
+func (s *scanner) alias(v str) string {
+	if !v.set {
+		return ""
+	}
+	if v.simple {
+		return unsafe.String(unsafe.SliceData(s.b[v.s.lo:]), v.s.hi-v.s.lo)
+	}
+	return decodeString(s.b[v.s.lo-1 : v.s.hi+1])
+}
+
+// own is the value of a string member, copied into the event's arena when
+// simple, else decoded by encoding/json so that escapes and invalid UTF-8
+// come out exactly as the reference path has them.
+func (s *scanner) own(v str) string {
+	if !v.set || v.s.hi == v.s.lo {
+		return ""
+	}
+	if !v.simple {
+		return decodeString(s.b[v.s.lo-1 : v.s.hi+1])
+	}
+	start := len(s.arena)
+	s.arena = append(s.arena, s.b[v.s.lo:v.s.hi]...) // within capacity: never moves
+	return unsafe.String(&s.arena[start], v.s.hi-v.s.lo)
+}
+
+func decodeString(quoted []byte) string {
+	var out string
+	_ = json.Unmarshal(quoted, &out) // validated already
+	return out
+}
+
+func intern(s string, known ...string) string {
+	for _, k := range known {
+		if s == k {
+			return k
+		}
+	}
+	return strings.Clone(s)
+}
+
+func (s *scanner) raw(sp span) json.RawMessage {
+	if sp.hi == sp.lo {
+		return nil
+	}
+	return s.b[sp.lo:sp.hi]
+}
+
+// object reads one LogEntry object at the start of s.b, leaving s.i just
+// after it (the Reader frames elements this way).
+func (s *scanner) object() bool {
+	if len(s.b) == 0 || s.b[0] != '{' || len(s.b) > math.MaxInt32 {
+		return false
+	}
+	return s.members(levelTop)
+}
+
+// top reads the whole input as one LogEntry object.
+func (s *scanner) top() bool {
+	if len(s.b) > math.MaxInt32 {
+		return false
+	}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return false
+	}
+	if !s.members(levelTop) {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+type level int
+
+const (
+	levelTop level = iota
+	levelResource
+	levelProto
+	levelAuth
+	levelMetadata
+)
+
+// members reads the object at s.i ('{') and the members of it we keep.
+func (s *scanner) members(lv level) bool {
+	s.i++ // '{'
+	first := true
+	for {
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		c := s.b[s.i]
+		if c == '}' {
+			if !first {
+				return false // "{...,}" is invalid, but a '}' after a value is handled below
+			}
+			s.i++
+			return true
+		}
+		first = false
+		if c != '"' {
+			return false
+		}
+		k, ok := s.str()
+		if !ok || !k.ascii {
+			return false // escapes, or case folding of non-ASCII names: leave it to encoding/json
+		}
+		key := s.b[k.s.lo:k.s.hi]
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		if !s.member(lv, key) {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+			first = false
+			// a '}' right after ',' is invalid: the next iteration must see a key
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] != '"' {
+				return false
+			}
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// member reads one member's value at s.i.
+func (s *scanner) member(lv level, key []byte) bool {
+	e := &s.e
+	switch lv {
+	case levelTop:
+		switch {
+		case fold(key, "message"):
+			if s.b[s.i] == '{' {
+				return false // an envelope: the reference path unwraps it
+			}
+			return s.skip()
+		case fold(key, "specversion"):
+			return false // a structured CloudEvent
+		case fold(key, "insertId"):
+			if s.b[s.i] == 'n' {
+				e.hasInsertID = false
+				return s.null()
+			}
+			if s.b[s.i] != '"' {
+				return false
+			}
+			v, ok := s.str()
+			e.insertID, e.hasInsertID = v, true
+			return ok
+		case fold(key, "timestamp"):
+			return s.strField(&e.timestamp)
+		case fold(key, "receiveTimestamp"):
+			return s.strField(&e.receiveTimestamp)
+		case fold(key, "logName"):
+			return s.strField(&e.logName)
+		case fold(key, "resource"):
+			return s.objField(levelResource)
+		case fold(key, "protoPayload"):
+			return s.objField(levelProto)
+		}
+	case levelResource:
+		switch {
+		case fold(key, "type"):
+			return s.strField(&e.resourceType)
+		case fold(key, "labels"):
+			return s.labels()
+		}
+	case levelProto:
+		switch {
+		case fold(key, "serviceName"):
+			return s.strField(&e.service)
+		case fold(key, "methodName"):
+			return s.strField(&e.method)
+		case fold(key, "resourceName"):
+			return s.strField(&e.resourceName)
+		case fold(key, "authenticationInfo"):
+			return s.objField(levelAuth)
+		case fold(key, "metadata"):
+			return s.objField(levelMetadata)
+		}
+	case levelAuth:
+		if fold(key, "principalEmail") {
+			return s.strField(&e.principal)
+		}
+	case levelMetadata:
+		var dst *span
+		switch {
+		case fold(key, "terminateReason"):
+			dst = &e.terminateReason
+		case fold(key, "maintenanceStatus"):
+			dst = &e.maintStatus
+		case fold(key, "type"):
+			dst = &e.maintType
+		case fold(key, "windowStartTime"):
+			dst = &e.windowStart
+		case fold(key, "windowEndTime"):
+			dst = &e.windowEnd
+		case fold(key, "latestWindowStartTime"):
+			dst = &e.latestWin
+		case fold(key, "canReschedule"):
+			dst = &e.canReschedule
+		case fold(key, "upcomingMaintenance"):
+			dst = &e.upcoming
+		}
+		if dst != nil {
+			lo := s.i
+			if !s.skip() {
+				return false
+			}
+			*dst = span{int32(lo), int32(s.i)}
+			return true
+		}
+	}
+	if s.b[s.i] == '"' { // most skipped members are strings
+		_, ok := s.str()
+		return ok
+	}
+	return s.skip()
+}
+
+// strField reads a string or null into a string field (null leaves it).
+func (s *scanner) strField(dst *str) bool {
+	switch s.b[s.i] {
+	case '"':
+		v, ok := s.str()
+		*dst = v
+		return ok
+	case 'n':
+		return s.null()
+	}
+	return false // a type error (or a syntax error): the reference path says which
+}
+
+// objField reads an object or null into a struct field (null leaves it).
+func (s *scanner) objField(lv level) bool {
+	switch s.b[s.i] {
+	case '{':
+		return s.members(lv)
+	case 'n':
+		return s.null()
+	}
+	return false
+}
+
+// labels reads resource.labels, a map[string]string: null makes it nil, an
+// object adds to it, a null value is "".
+func (s *scanner) labels() bool {
+	e := &s.e
+	switch s.b[s.i] {
+	case 'n':
+		e.labelsNil, e.nLabels = true, 0
+		return s.null()
+	case '{':
+	default:
+		return false
+	}
+	e.labelsNil = false
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return true
+	}
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return false
+		}
+		k, ok := s.str()
+		if !ok || !k.simple {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		var v str
+		switch s.b[s.i] {
+		case '"':
+			if v, ok = s.str(); !ok {
+				return false
+			}
+		case 'n':
+			if !s.null() {
+				return false
+			}
+		default:
+			return false
+		}
+		if e.nLabels == maxFastLabels {
+			return false // more labels than any resource type has: the reference path
+		}
+		e.labels[e.nLabels] = labelPair{k, v}
+		e.nLabels++
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func fold(key []byte, name string) bool {
+	if len(key) != len(name) {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		a, b := key[i], name[i]
+		if a == b {
+			continue
+		}
+		if a|0x20 != b|0x20 || (a|0x20) < 'a' || (a|0x20) > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) null() bool {
+	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// strClass marks the bytes a string scan must look at: '"', '\\', control
+// characters (1), and non-ASCII bytes (2).
+var strClass = func() (t [256]uint8) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = 1
+	}
+	t['"'], t['\\'] = 1, 1
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = 2
+	}
+	return t
+}()
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plain8 reports whether none of the 8 bytes is '"', '\\', below 0x20 or
+// above 0x7f (the classic SWAR zero-byte tests).
+func plain8(b []byte) bool {
+	x := binary.LittleEndian.Uint64(b)
+	q := x ^ ('"' * lsb)
+	bs := x ^ ('\\' * lsb)
+	special := (q - lsb) &^ q
+	special |= (bs - lsb) &^ bs
+	special |= (x - 0x20*lsb) &^ x // a byte below 0x20 (or a borrow from one)
+	special |= x                   // a byte with the high bit set
+	return special&msb == 0
+}
+
+// str reads the string at s.i ('"') and validates it.
+func (s *scanner) str() (str, bool) {
+	b := s.b
+	i := s.i + 1
+	lo := i
+	simple, ascii := true, true
+	for {
+		// Eight bytes at a time while none is '"', '\\', a control
+		// character or non-ASCII.
+		for i+8 <= len(b) && plain8(b[i:i+8]) {
+			i += 8
+		}
+		for i < len(b) && strClass[b[i]] == 0 {
+			i++
+		}
+		if i >= len(b) {
+			return str{}, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			v := str{set: true, s: span{int32(lo), int32(i)}, simple: simple, ascii: simple && ascii}
+			if simple && !ascii && !utf8.Valid(b[lo:i]) {
+				v.simple = false
+			}
+			s.i = i + 1
+			return v, true
+		case c == '\\':
+			simple = false
+			if i+1 >= len(b) {
+				return str{}, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return str{}, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return str{}, false
+					}
+				}
+				i += 6
+			default:
+				return str{}, false
+			}
+		case c < 0x20:
+			return str{}, false
+		default: // non-ASCII
+			ascii = false
+			i++
+		}
+	}
+}
+
+// skip validates and skips the value at s.i.
+func (s *scanner) skip() bool {
+	var stack [fastMaxDepth / 64]uint64 // bit set: the open container is an object
+	depth := 0
+	isObj := func(d int) bool { return stack[d>>6]&(1<<(d&63)) != 0 }
+	for {
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		// A value.
+		switch c := s.b[s.i]; c {
+		case '{', '[':
+			if depth == fastMaxDepth {
+				return false
+			}
+			if c == '{' {
+				stack[depth>>6] |= 1 << (depth & 63)
+			} else {
+				stack[depth>>6] &^= 1 << (depth & 63)
+			}
+			depth++
+			s.i++
+			s.ws()
+			if s.i >= len(s.b) {
+				return false
+			}
+			if close := s.b[s.i]; close == '}' && c == '{' || close == ']' && c == '[' {
+				s.i++
+				depth--
+				break
+			}
+			if c == '{' {
+				if !s.key() {
+					return false
+				}
+			}
+			continue
+		case '"':
+			if _, ok := s.str(); !ok {
+				return false
+			}
+		case 't':
+			if len(s.b)-s.i < 4 || string(s.b[s.i:s.i+4]) != "true" {
+				return false
+			}
+			s.i += 4
+		case 'f':
+			if len(s.b)-s.i < 5 || string(s.b[s.i:s.i+5]) != "false" {
+				return false
+			}
+			s.i += 5
+		case 'n':
+			if !s.null() {
+				return false
+			}
+		default:
+			if !s.number() {
+				return false
+			}
+		}
+		// After a value: close containers or move to the next element.
+		for {
+			if depth == 0 {
+				return true
+			}
+			s.ws()
+			if s.i >= len(s.b) {
+				return false
+			}
+			c := s.b[s.i]
+			obj := isObj(depth - 1)
+			if c == ',' {
+				s.i++
+				if obj {
+					s.ws()
+					if !s.key() {
+						return false
+					}
+				}
+				break
+			}
+			if obj && c == '}' || !obj && c == ']' {
+				s.i++
+				depth--
+				continue
+			}
+			return false
+		}
+	}
+}
+
+// key reads `"name" :` inside a skipped object.
+func (s *scanner) key() bool {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return false
+	}
+	if _, ok := s.str(); !ok {
+		return false
+	}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != ':' {
+		return false
+	}
+	s.i++
+	return true
+}
+
+// number validates a JSON number at s.i.
+func (s *scanner) number() bool {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return false
+	}
+	switch {
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	s.i = i
+	return true
+}
