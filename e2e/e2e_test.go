@@ -410,7 +410,10 @@ func TestPushBurstRecreatesBrokenPodOnce(t *testing.T) {
 	// What the sink publishes during a maintenance event of a 64-worker pod:
 	// one entry per worker, plus entries about a healthy node, a node that
 	// is not opted in, and input the function must reject.
-	now := time.Now().Add(-time.Minute)
+	// Whole seconds: the incident's first event goes through Firestore,
+	// whose timestamps keep microseconds, and the resumed figures are
+	// checked exactly (resumed_e2e_test.go).
+	now := time.Now().Add(-time.Minute).Truncate(time.Second)
 	var in []string
 	for w := range podWorkers {
 		in = append(in, entry(fmt.Sprintf("e2e-pod-w%02d", w), podNode, fmt.Sprint(w), "tpu.nodes.terminate", now))
@@ -588,6 +591,7 @@ func TestPushBurstRecreatesBrokenPodOnce(t *testing.T) {
 		}
 	}
 
+	checkResumed(ctx, t, tpuSrv, out, now) // resumed_e2e_test.go (#11)
 }
 
 // specOf is the node without the fields the control plane sets.
