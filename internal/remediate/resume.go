@@ -337,13 +337,16 @@ func (w *ResumeWatcher) Check(ctx context.Context, node *tpu.Node, inc Incident)
 		r := w.newRecord(inc, node, now, why)
 		return r, true, w.finish(ctx, inc, r, now, why)
 	}
-	if inc.HealthyAt.IsZero() {
+	// A node with its maintenance still to come (the incident a prepare
+	// or maintain record opened) is not done with it: its reports are
+	// read, but the watch starts only once the maintenance is behind it.
+	if inc.HealthyAt.IsZero() && !maintenanceAhead(node) {
 		inc.HealthyAt = now
 		if err := w.Store.MarkHealthy(ctx, inc.Node, now); err != nil {
 			return Record{}, false, fmt.Errorf("resume watch: mark %s healthy: %w", inc.Node, err)
 		}
 	}
-	expired := now.Sub(inc.HealthyAt) >= w.watch()
+	expired := !inc.HealthyAt.IsZero() && now.Sub(inc.HealthyAt) >= w.watch()
 
 	start := now
 	attrs, err := w.Guest.GetGuestAttributes(ctx, inc.Node, GuestQueryPath)
@@ -383,6 +386,13 @@ func (w *ResumeWatcher) Check(ctx context.Context, node *tpu.Node, inc Incident)
 	}
 	r.Warnings = ev.Problems
 	return r, true, w.finish(ctx, inc, r, now, string(OutcomeResumed)+": "+why)
+}
+
+// maintenanceAhead reports whether the node has maintenance pending or
+// under way.
+func maintenanceAhead(node *tpu.Node) bool {
+	um := node.UpcomingMaintenance
+	return um != nil && (um.MaintenanceStatus == "PENDING" || um.MaintenanceStatus == "ONGOING")
 }
 
 func (w *ResumeWatcher) newRecord(inc Incident, node *tpu.Node, now time.Time, reason string) Record {

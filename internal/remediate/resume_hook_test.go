@@ -223,3 +223,42 @@ func TestHandlerWithoutResumeReadsNoGuestAttributes(t *testing.T) {
 		t.Errorf("guest reads %d, resumed records %d; want none with Resume nil", e.guest.reads, len(e.resumedRecords()))
 	}
 }
+
+// An incident opened before the maintenance (a prepare record) is not
+// timed out while the maintenance is still ahead of the node: the watch
+// starts once it is behind it.
+func TestWatchStartsOnlyOnceTheMaintenanceIsBehindTheNode(t *testing.T) {
+	e := newWatch(t) // no reports
+	pending := *healthyNode
+	pending.UpcomingMaintenance = &tpu.UpcomingMaintenance{MaintenanceStatus: "PENDING", Type: "SCHEDULED"}
+	for _, d := range []time.Duration{0, 3 * time.Hour, 6 * time.Hour} {
+		e.now = firstEvent.Add(20*time.Minute + d)
+		if r, wrote, err := e.check(t, &pending); wrote || err != nil {
+			t.Fatalf("Check at +%s with maintenance pending = %v (%q), %v; want nothing", d, wrote, r.Reason, err)
+		}
+	}
+	if incs := e.store.All(); len(incs) != 1 || !incs[0].HealthyAt.IsZero() {
+		t.Fatalf("incidents = %+v; want one, not yet healthy", incs)
+	}
+	behind := firstEvent.Add(7 * time.Hour)
+	e.now = behind
+	if _, wrote, err := e.check(t, healthyNode); wrote || err != nil {
+		t.Fatalf("Check once the maintenance is behind = %v, %v; want nothing yet", wrote, err)
+	}
+	e.now = behind.Add(2 * time.Hour)
+	r, wrote, err := e.check(t, healthyNode)
+	if err != nil || !wrote || r.Reason != "no resume reported within 2h0m0s of the node being healthy: 0 of 2 workers reported autoheal/resumed after the first event" {
+		t.Fatalf("Check 2h after = %v %q, %v; want the no-resume record", wrote, r.Reason, err)
+	}
+}
+
+// A complete report closes the incident even with maintenance pending.
+func TestReportClosesTheIncidentWithMaintenancePending(t *testing.T) {
+	e := newWatch(t, resumed("0", "2026-11-20T03:17:00Z", ""), resumed("1", "2026-11-20T03:18:00Z", ""))
+	pending := *healthyNode
+	pending.UpcomingMaintenance = &tpu.UpcomingMaintenance{MaintenanceStatus: "PENDING"}
+	r, wrote, err := e.check(t, &pending)
+	if err != nil || !wrote || r.Outcome != remediate.OutcomeResumed {
+		t.Fatalf("Check = %v %s, %v; want the resumed record", wrote, r.Outcome, err)
+	}
+}
