@@ -144,18 +144,13 @@ func TestBuiltFunctionServesACloudEvent(t *testing.T) {
 
 	node := "projects/acme-ml/locations/us-central2-b/nodes/llm-v4-128"
 	if got := tpu.Count("nodes.delete", node); got != 1 {
-		t.Errorf("nodes.delete of %s: %d calls, want 1", node, got)
+		t.Errorf("nodes.delete of %s after the event: %d calls, want 1", node, got)
 	}
-	if got := tpu.Count("nodes.create", node); got != 1 {
-		t.Errorf("nodes.create of %s: %d calls, want 1", node, got)
-	}
-
-	// The child wrote its record before answering, but the copy from its
-	// stdout pipe into our buffer runs on its own goroutine: wait for it,
-	// then a little longer, so a second record would be seen too.
+	// parse reads the records the function wrote on stdout so far.
 	parse := func() []map[string]any {
 		var records []map[string]any
 		sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) == nil && m["action"] != nil {
@@ -167,14 +162,46 @@ func TestBuiltFunctionServesACloudEvent(t *testing.T) {
 	for wait := time.Now().Add(10 * time.Second); len(parse()) == 0 && time.Now().Before(wait); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond)
-	records := parse()
-	if len(records) != 1 {
-		t.Fatalf("got %d records on stdout, want 1:\n%s", len(records), stdout.String())
+	first := parse()
+	if len(first) != 1 {
+		t.Fatalf("got %d records after the event, want 1:\n%s", len(first), stdout.String())
 	}
-	r := records[0]
+	r := first[0]
 	labels, _ := r["logging.googleapis.com/labels"].(map[string]any)
 	if r["action"] != "recreate" || r["severity"] != "NOTICE" || labels["node"] != node || labels["app"] != "tpu-autoheal" {
 		t.Errorf("record = %v, want a NOTICE recreate of %s labelled app=tpu-autoheal", r, node)
+	}
+
+	// The delivery started the recovery and returned; the sweeps Cloud
+	// Scheduler sends finish it (each step looks again 30 s later, on the
+	// wall clock here), until a record says the node is recovered.
+	sweep, _ := json.Marshal(map[string]any{
+		"message":      map[string]any{"data": base64.StdEncoding.EncodeToString([]byte(`{"autoheal":"sweep"}`)), "messageId": "4243"},
+		"subscription": "projects/acme-ops/subscriptions/tpu-autoheal",
+	})
+	recovered := func() bool {
+		for _, m := range parse() {
+			if m["outcome"] == "recovered" && m["node"] == node {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(3 * time.Minute); !recovered(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovered record within 3 minutes of sweeps:\n%s", stdout.String())
+		}
+		resp, err := http.Post("http://127.0.0.1:"+port+"/", "application/json", bytes.NewReader(sweep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		time.Sleep(2 * time.Second)
+	}
+	if got := tpu.Count("nodes.delete", node); got != 1 {
+		t.Errorf("nodes.delete of %s: %d calls, want 1", node, got)
+	}
+	if got := tpu.Count("nodes.create", node); got != 1 {
+		t.Errorf("nodes.create of %s: %d calls, want 1", node, got)
 	}
 }

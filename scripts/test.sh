@@ -79,10 +79,12 @@ fuzz() {
 }
 fuzz FuzzParse ./internal/events
 fuzz FuzzReader ./internal/events
+fuzz FuzzFastParse ./internal/events
 fuzz FuzzReader ./internal/report
+FUZZTIME=${FUZZTIME:-30000x} fuzz FuzzDecideMaintenance ./internal/remediate
 
 log "shellcheck"
-shellcheck scripts/*.sh .ci/run startup/*.sh startup/test/*.bash
+shellcheck scripts/*.sh .ci/run startup/*.sh startup/test/*.bash bench/*.sh
 shellcheck -s bats startup/test/*.bats
 
 log "bats"
