@@ -46,8 +46,13 @@ func Run(ctx context.Context, b Burst) Result {
 	var mu sync.Mutex
 	next := make(chan int)
 	var wg sync.WaitGroup
+	// Impatient posts never share a connection with the others: a client
+	// that gives up mid-request can poison the connection it was on, and a
+	// later request reusing it would fail through no fault of the server.
 	transport := &http.Transport{MaxIdleConnsPerHost: b.Parallel}
 	defer transport.CloseIdleConnections()
+	impatientTransport := &http.Transport{DisableKeepAlives: true}
+	defer impatientTransport.CloseIdleConnections()
 	for w := 0; w < b.Parallel; w++ {
 		wg.Add(1)
 		go func(seed uint64) {
@@ -55,11 +60,11 @@ func Run(ctx context.Context, b Burst) Result {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			for i := range next {
 				impatient := rng.Float64() < b.Impatient
-				timeout := b.Patience
+				timeout, tr := b.Patience, transport
 				if impatient {
-					timeout = time.Duration(1+rng.IntN(10)) * time.Millisecond
+					timeout, tr = time.Duration(1+rng.IntN(10))*time.Millisecond, impatientTransport
 				}
-				code, err := post(ctx, transport, b.URL, b.Bodies[i%len(b.Bodies)], timeout)
+				code, err := post(ctx, tr, b.URL, b.Bodies[i%len(b.Bodies)], timeout)
 				mu.Lock()
 				switch {
 				case err == nil:
