@@ -559,7 +559,7 @@ checkpoint_time() {
 			return 1
 		fi
 		if ((rc == 0)); then
-			CKPT_TIME=$(awk '$2 ~ /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$/ && $3 ~ /^gs:\/\// { t = substr($2, 1, 19) "Z"; if (t > max) max = t } END { print max }' "$WORK/ls.out")
+			CKPT_TIME=$(awk '$2 ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9:.]+Z$/ && $3 ~ /^gs:\/\// { t = substr($2, 1, 19) "Z"; if (t > max) max = t } END { print max }' "$WORK/ls.out")
 			if [[ -n $CKPT_TIME ]]; then
 				return 0
 			fi

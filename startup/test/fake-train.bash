@@ -48,7 +48,7 @@ while (($# > 0)); do
 			if [[ -e $FAKE_STATE/train-release ]]; then
 				break
 			fi
-			/bin/sleep 0.1
+			/bin/sleep 0.1 || true # a signal to the group may cut it short
 		done
 		shift
 		;;
