@@ -163,12 +163,17 @@ on_signal() {
 
 # group_alive PGID: whether a live (not zombie) process is in group PGID.
 group_alive() {
-	local pgid=$1 listing
-	if listing=$(ps -e -o pgid= -o stat= 2>/dev/null); then
-		awk -v g="$pgid" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }' <<<"$listing"
+	local pgid=$1 listing group state
+	if ! listing=$(ps -e -o pgid= -o stat= 2>/dev/null); then
+		kill -0 -- "-$pgid" 2>/dev/null
 		return
 	fi
-	kill -0 -- "-$pgid" 2>/dev/null
+	while read -r group state; do
+		if [[ $group == "$pgid" && $state != Z* ]]; then
+			return 0
+		fi
+	done <<<"$listing"
+	return 1
 }
 
 # wait_group PGID GRACE: waits until no process of group PGID is left (the
@@ -535,7 +540,7 @@ guest_put() {
 			sleep 1
 		fi
 	done
-	log WARNING "cannot write guest attribute autoheal/$key (HTTP $code: $(head -c 300 "$WORK/put.out" "$WORK/put.err" 2>/dev/null | tr '\n' ' ')); guest attributes may be disabled on this VM (metadata enable-guest-attributes=TRUE)"
+	log WARNING "cannot write guest attribute autoheal/$key (HTTP $code: $(cat "$WORK/put.out" "$WORK/put.err" 2>/dev/null | head -c 300 | tr '\n' ' ')); guest attributes may be disabled on this VM (metadata enable-guest-attributes=TRUE)"
 	return 1
 }
 
@@ -825,10 +830,18 @@ start_watchers() {
 	done
 }
 
-# stop_watchers: ends the watchers, with what they run.
+# stop_watchers: ends the watchers, with what they run. A signal may arrive
+# between starting a watcher and recording it, so it also ends any child of
+# this script that leads its own process group, other than the command.
 stop_watchers() {
-	local pid
-	for pid in "${WATCHERS[@]}"; do
+	local pid pgid
+	local -a pids=("${WATCHERS[@]}")
+	while read -r pid pgid; do
+		if [[ $pid == "$pgid" && $pid != "${CHILD:-}" ]]; then
+			pids+=("$pid")
+		fi
+	done < <(ps -o pid= -o pgid= --ppid "$$" 2>/dev/null || true)
+	for pid in "${pids[@]}"; do
 		kill -TERM -- "-$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done

@@ -14,7 +14,9 @@ names and values below a directory). With ?wait_for_change=true the GET hangs,
 as the real server's does, until the ETag differs from last_etag (or, without
 last_etag, from the ETag when the request arrived), or timeout_sec passes;
 then it answers with the current value. PUT to instance/guest-attributes/...
-stores the body there and appends "PUT PATH BODY" to ROOT/_puts.log.
+stores the body there and appends "PUT PATH BODY" to ROOT/_puts.log; with
+ROOT/_guest_attributes_disabled present it answers 403 as the real server
+does when guest attributes are not enabled.
 
 Usage: fake_metadata.py ROOT PORT_FILE
 """
@@ -122,6 +124,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         target = self._target(path)
         if target is None or "/instance/guest-attributes/" not in path:
             return self._answer(404, b"not found")
+        if os.path.exists(os.path.join(ROOT, "_guest_attributes_disabled")):
+            return self._answer(403, b"Guest attributes endpoint access is disabled.")
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target + ".tmp", "wb") as f:
             f.write(body)
