@@ -734,8 +734,8 @@ md_watch() {
 # answer is followed by a hanging GET (wait_for_change, last_etag) that
 # returns when the value changes; errors back off up to a minute.
 watch_source() {
-	local source=$1 pgid=$2 path query etag="" value last="" delay=1 notice sent status failing=no
-	local out dir_etag=""
+	local source=$1 pgid=$2 path query etag="" value last="" delay=1 notice sent status failing=no read=no
+	local out dir_etag="" dir_read=no
 	if [[ $source == function ]]; then
 		path=instance/attributes/autoheal-maintenance
 	else
@@ -747,15 +747,18 @@ watch_source() {
 		if [[ $source == platform ]]; then
 			query="alt=json"
 		fi
-		if [[ -n $etag ]]; then
-			query+="${query:+&}wait_for_change=true&timeout_sec=$WATCH_TIMEOUT_SECONDS&last_etag=$etag"
+		# After the first read, hang until the value changes (from last_etag
+		# when the server sent one, else from its value now).
+		if [[ $read == yes ]]; then
+			query+="${query:+&}wait_for_change=true&timeout_sec=$WATCH_TIMEOUT_SECONDS${etag:+&last_etag=$etag}"
 		fi
 		md_watch "$path" "$query" "$out"
 		case $MD_CODE in
 		200)
 			failing=no
 			delay=1
-			etag=${MD_ETAG:-none}
+			read=yes
+			etag=$MD_ETAG
 			value=$(<"$out")
 			if [[ $value == "$last" ]]; then
 				continue
@@ -786,12 +789,19 @@ watch_source() {
 				return 0
 			fi
 			# No notice: wait for any attribute to change, then read again.
+			read=no
 			etag=""
 			last=""
-			md_watch instance/attributes/ "${dir_etag:+wait_for_change=true&timeout_sec=$WATCH_TIMEOUT_SECONDS&last_etag=$dir_etag}" "$out.dir"
+			query=""
+			if [[ $dir_read == yes ]]; then
+				query="wait_for_change=true&timeout_sec=$WATCH_TIMEOUT_SECONDS${dir_etag:+&last_etag=$dir_etag}"
+			fi
+			md_watch instance/attributes/ "$query" "$out.dir"
 			if [[ $MD_CODE == 200 ]]; then
-				dir_etag=${MD_ETAG:-}
+				dir_read=yes
+				dir_etag=$MD_ETAG
 			else
+				dir_read=no
 				dir_etag=""
 				pause "$delay"
 			fi
@@ -801,6 +811,7 @@ watch_source() {
 				log WARNING "maintenance watcher: HTTP $MD_CODE for $path ($(head -c 300 "$out.err" | tr '\n' ' ')); retrying with backoff"
 				failing=yes
 			fi
+			read=no
 			etag=""
 			pause "$delay"
 			delay=$((delay * 2 > WATCH_BACKOFF_MAX_SECONDS ? WATCH_BACKOFF_MAX_SECONDS : delay * 2))
