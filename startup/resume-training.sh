@@ -742,7 +742,10 @@ watch_source() {
 		path=instance/upcoming-maintenance
 	fi
 	out="$WORK/$source.out"
-	while kill -0 "$$" 2>/dev/null && group_alive "$pgid"; do
+	# The script stops the watchers when the training ends; this only ends a
+	# watcher whose script died. (Not group_alive: right after the start the
+	# command may not have made its own process group yet.)
+	while kill -0 "$$" 2>/dev/null && kill -0 "$pgid" 2>/dev/null; do
 		query=""
 		if [[ $source == platform ]]; then
 			query="alt=json"
