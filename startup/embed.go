@@ -1,9 +1,10 @@
 // Package startup supplies the default startup script that tpu-autoheal sets
 // as metadata startup-script on a TPU VM it recreates (resume-training.sh:
 // wait until ready, find the newest checkpoint, run the training command in a
-// bounded retry loop), and the names of the metadata keys and environment
-// variables that script reads and sets, so the rest of the system and the
-// documentation speak of them by one name.
+// bounded retry loop, checkpoint on a maintenance notice), the names of the
+// metadata keys, guest attributes and environment variables that script reads
+// and sets, and the JSON shapes of the notice and of the guest's reports, so
+// the rest of the system and the documentation speak of them by one name.
 //
 // The package only provides bytes and names. It must never run the script,
 // touch the network or decide anything about nodes.
@@ -45,9 +46,85 @@ const (
 	// MetadataReadyTimeoutSeconds bounds the wait for TPU devices and
 	// storage at boot (default 300).
 	MetadataReadyTimeoutSeconds = "autoheal-ready-timeout-seconds"
+	// MetadataCheckpointCmd is run on the worker on a new maintenance
+	// notice, to make the training checkpoint now.
+	MetadataCheckpointCmd = "autoheal-checkpoint-cmd"
+	// MetadataCheckpointSignal is sent (without MetadataCheckpointCmd) to
+	// the training's process group on a new notice, e.g. USR1. No default:
+	// a signal the training does not handle would kill it.
+	MetadataCheckpointSignal = "autoheal-checkpoint-signal"
+	// MetadataCheckpointWaitSeconds bounds the wait, from the notice's
+	// sentAt, for the checkpoint it asked for (default 1800).
+	MetadataCheckpointWaitSeconds = "autoheal-checkpoint-wait-seconds"
+	// MetadataStopGraceSeconds bounds, on SIGTERM, the wait for every
+	// process of the training's group to exit (default 60).
+	MetadataStopGraceSeconds = "autoheal-stop-grace-seconds"
 	// MetadataWorkerNumber is set by the TPU platform on every worker.
 	MetadataWorkerNumber = "agent-worker-number"
+	// MetadataMaintenance holds the maintenance notice (JSON, Notice) that
+	// the function's prepare action writes and Script watches. Never set by
+	// users, never carried over to a recreated node.
+	MetadataMaintenance = "autoheal-maintenance"
 )
+
+// Guest attributes Script writes (metadata server PUT
+// instance/guest-attributes/<namespace>/<key>); the function reads them with
+// nodes.getGuestAttributes, one value per worker.
+const (
+	// GuestAttributeNamespace is the namespace of all of them.
+	GuestAttributeNamespace = "autoheal"
+	// GuestAttributeNotice acknowledges a notice: NoticeReport.
+	GuestAttributeNotice = "autoheal/notice"
+	// GuestAttributeCheckpoint reports the checkpoint written for a notice:
+	// CheckpointReport.
+	GuestAttributeCheckpoint = "autoheal/checkpoint"
+	// GuestAttributeResumed reports the latest start of the training:
+	// ResumedReport.
+	GuestAttributeResumed = "autoheal/resumed"
+)
+
+// Notice is the value of MetadataMaintenance. Notice (the window's start
+// time, RFC 3339) identifies it: one checkpoint per notice on each worker.
+type Notice struct {
+	Notice        string `json:"notice"`
+	SentAt        string `json:"sentAt"`
+	Status        string `json:"status"`
+	Type          string `json:"type"`
+	WindowStart   string `json:"windowStart"`
+	WindowEnd     string `json:"windowEnd"`
+	CanReschedule bool   `json:"canReschedule"`
+}
+
+// NoticeReport is GuestAttributeNotice: the worker saw Notice at Time and
+// asked the training to checkpoint with Action: "cmd", "signal" or "none"
+// (nothing configured: it only reports the next checkpoint).
+type NoticeReport struct {
+	Notice string `json:"notice"`
+	Time   string `json:"time"`
+	Action string `json:"action"`
+}
+
+// CheckpointReport is GuestAttributeCheckpoint: Checkpoint (a gs:// URI),
+// complete and written at Time (RFC 3339, the object's update time), at or
+// after the notice's sentAt. Notice repeats the notice's "notice" as read,
+// or the platform's window_start_time; compare them as times.
+type CheckpointReport struct {
+	Notice     string `json:"notice"`
+	Checkpoint string `json:"checkpoint"`
+	Time       string `json:"time"`
+}
+
+// ResumedReport is GuestAttributeResumed: the training command started at
+// Time (RFC 3339) from Checkpoint (empty: fresh start), whose update time is
+// CheckpointTime (empty when unknown), on attempt Attempt (from 1, per boot)
+// of worker Worker.
+type ResumedReport struct {
+	Time           string `json:"time"`
+	Checkpoint     string `json:"checkpoint"`
+	CheckpointTime string `json:"checkpointTime"`
+	Attempt        int    `json:"attempt"`
+	Worker         int    `json:"worker"`
+}
 
 // Environment variables Script sets for the training and setup commands.
 const (
@@ -59,6 +136,10 @@ const (
 	EnvWorker = "AUTOHEAL_WORKER"
 	// EnvAttempt counts the attempts of this boot from 1.
 	EnvAttempt = "AUTOHEAL_ATTEMPT"
+	// EnvNotice is the notice, JSON as read (checkpoint command only).
+	EnvNotice = "AUTOHEAL_NOTICE"
+	// EnvTrainPGID is the training's process group (checkpoint command only).
+	EnvTrainPGID = "AUTOHEAL_TRAIN_PGID"
 )
 
 // MaxMetadataValueBytes is Compute Engine's limit on one metadata value; the
@@ -78,6 +159,10 @@ func MetadataKeys() []string {
 		MetadataBackoffSeconds,
 		MetadataBackoffMaxSeconds,
 		MetadataReadyTimeoutSeconds,
+		MetadataCheckpointCmd,
+		MetadataCheckpointSignal,
+		MetadataCheckpointWaitSeconds,
+		MetadataStopGraceSeconds,
 	}
 }
 

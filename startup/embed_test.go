@@ -1,7 +1,9 @@
 package startup
 
 import (
+	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -51,8 +53,9 @@ func TestEveryNameIsReadByTheScriptAndDocumented(t *testing.T) {
 			t.Errorf("README.md does not document metadata key %q", key)
 		}
 	}
-	for _, env := range []string{EnvResumeFrom, EnvCheckpointDir, EnvWorker, EnvAttempt} {
-		if !strings.Contains(Script, "export "+env+"=") && !strings.Contains(Script, " "+env+"=\"") {
+	for _, env := range []string{EnvResumeFrom, EnvCheckpointDir, EnvWorker, EnvAttempt, EnvNotice, EnvTrainPGID} {
+		if !strings.Contains(Script, "export "+env+"=") && !strings.Contains(Script, " "+env+"=\"") &&
+			!strings.Contains(Script, "\t"+env+"=\"") {
 			t.Errorf("Script does not export %s", env)
 		}
 		if !strings.Contains(string(readme), "`"+env+"`") {
@@ -80,5 +83,63 @@ func TestMissingKeys(t *testing.T) {
 				t.Errorf("MissingKeys(%v) mismatch (-want +got):\n%s", tt.metadata, diff)
 			}
 		})
+	}
+}
+
+// The JSON the script prints by hand and the Go types the function decodes
+// must name the same fields; the README must show them.
+func TestReportShapesMatchTheScriptAndTheReadme(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		attribute string
+		shape     any
+	}{
+		{GuestAttributeNotice, NoticeReport{}},
+		{GuestAttributeCheckpoint, CheckpointReport{}},
+		{GuestAttributeResumed, ResumedReport{}},
+	} {
+		key := strings.TrimPrefix(tt.attribute, GuestAttributeNamespace+"/")
+		if !strings.Contains(Script, "guest_put "+key+" ") {
+			t.Errorf("Script never writes guest attribute %s", tt.attribute)
+		}
+		if !strings.Contains(string(readme), "`"+tt.attribute+"`") {
+			t.Errorf("README.md does not document guest attribute %s", tt.attribute)
+		}
+		typ := reflect.TypeOf(tt.shape)
+		for i := range typ.NumField() {
+			name := typ.Field(i).Tag.Get("json")
+			if !strings.Contains(Script, `"`+name+`":`) {
+				t.Errorf("%s field %q: Script never writes it", typ.Name(), name)
+			}
+		}
+	}
+	for _, key := range []string{MetadataMaintenance} {
+		if !strings.Contains(Script, "attributes/"+key) {
+			t.Errorf("Script does not watch metadata key %q", key)
+		}
+		if !strings.Contains(string(readme), "`"+key+"`") {
+			t.Errorf("README.md does not document metadata key %q", key)
+		}
+	}
+}
+
+// A notice as the function's prepare writes it decodes into Notice, field
+// by field, and nothing in it is left over.
+func TestNoticeDecodesTheDocumentedShape(t *testing.T) {
+	raw := `{"notice":"2026-12-08T02:00:00Z","sentAt":"2026-12-01T08:00:00Z","status":"PENDING",` +
+		`"type":"SCHEDULED","windowStart":"2026-12-08T02:00:00Z","windowEnd":"2026-12-08T06:00:00Z","canReschedule":true}`
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var got Notice
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("decode notice: %v", err)
+	}
+	want := Notice{Notice: "2026-12-08T02:00:00Z", SentAt: "2026-12-01T08:00:00Z", Status: "PENDING", Type: "SCHEDULED",
+		WindowStart: "2026-12-08T02:00:00Z", WindowEnd: "2026-12-08T06:00:00Z", CanReschedule: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Notice mismatch (-want +got):\n%s", diff)
 	}
 }

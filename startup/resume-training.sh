@@ -10,6 +10,16 @@
 # attempt. A lock makes a second invocation (the runner started twice, a manual
 # rerun) exit without starting a second training process.
 #
+# While training runs, a watcher waits on the metadata server for a maintenance
+# notice (autoheal-maintenance, written by tpu-autoheal's prepare action, and
+# the platform's instance/upcoming-maintenance where served). On a new notice
+# it asks the training to checkpoint (autoheal-checkpoint-cmd, or the signal
+# autoheal-checkpoint-signal to the training's process group), and once a
+# checkpoint newer than the notice is complete it reports it in the guest
+# attribute autoheal/checkpoint. Every start of the training command is
+# reported in the guest attribute autoheal/resumed. See startup/README.md for
+# the JSON shapes.
+#
 # Metadata keys (instance attributes; see startup/README.md):
 #   autoheal-train-cmd               required; run with bash -c
 #   autoheal-checkpoint-dir          gs://bucket/path; unset = always a fresh start
@@ -21,6 +31,14 @@
 #   autoheal-backoff-seconds         first delay between attempts, default 10
 #   autoheal-backoff-max-seconds     delay cap, default 300
 #   autoheal-ready-timeout-seconds   readiness wait bound, default 300
+#   autoheal-checkpoint-cmd          run on a new maintenance notice
+#   autoheal-checkpoint-signal       else sent to the training's process group
+#                                    on a new notice (e.g. USR1); no default
+#   autoheal-checkpoint-wait-seconds bound of the wait for the checkpoint asked
+#                                    for by a notice, default 1800
+#   autoheal-stop-grace-seconds      on SIGTERM, how long the training's process
+#                                    group may take to exit, default 60
+#   autoheal-maintenance             the notice (JSON), written by tpu-autoheal
 #   agent-worker-number              set by the TPU platform
 #
 # Environment of the training and setup commands:
@@ -28,16 +46,25 @@
 #   AUTOHEAL_CHECKPOINT_DIR  the checkpoint directory (may be empty)
 #   AUTOHEAL_WORKER          this host's worker number
 #   AUTOHEAL_ATTEMPT         1 for the first attempt of this boot
+# and the checkpoint command also:
+#   AUTOHEAL_NOTICE          the notice, JSON as read
+#   AUTOHEAL_TRAIN_PGID      the training command's process group
 #
 # Exit status: 0 the training command succeeded, or another run holds the lock;
 # 1 gave up after autoheal-max-attempts failed attempts; 2 cannot start
-# (required key missing, invalid value, metadata server or tools unavailable).
+# (required key missing, invalid value, metadata server or tools unavailable);
+# after SIGTERM/SIGINT/SIGHUP, the training command's own status once its
+# whole process group has exited (137 when it had to be killed after the
+# grace), or 128 + the signal number when no command was running.
 #
 # Overrides for tests and unusual hosts only (environment variables):
 #   AUTOHEAL_METADATA_URL            default http://metadata.google.internal/computeMetadata/v1
 #   AUTOHEAL_METADATA_RETRIES        tries per metadata read, default 30
 #   AUTOHEAL_METADATA_RETRY_SECONDS  delay between tries, default 2
 #   AUTOHEAL_LOCK_FILE               default /run/lock/tpu-autoheal-resume-training.lock
+#   AUTOHEAL_STATE_DIR               default /var/lib/tpu-autoheal (handled notices)
+#   AUTOHEAL_WATCH_TIMEOUT_SECONDS   timeout_sec of one hanging GET, default 300
+#   AUTOHEAL_CHECKPOINT_POLL_SECONDS checkpoint listing interval, default 30
 #   AUTOHEAL_TPU_DEVICES             space-separated globs of TPU device files,
 #                                    default "/dev/accel* /dev/vfio/[0-9]*";
 #                                    set but empty = do not wait for devices
@@ -48,6 +75,11 @@ readonly METADATA_URL="${AUTOHEAL_METADATA_URL:-http://metadata.google.internal/
 readonly METADATA_RETRIES="${AUTOHEAL_METADATA_RETRIES:-30}"
 readonly METADATA_RETRY_SECONDS="${AUTOHEAL_METADATA_RETRY_SECONDS:-2}"
 readonly LOCK_FILE="${AUTOHEAL_LOCK_FILE:-/run/lock/tpu-autoheal-resume-training.lock}"
+readonly STATE_DIR="${AUTOHEAL_STATE_DIR:-/var/lib/tpu-autoheal}"
+readonly WATCH_TIMEOUT_SECONDS="${AUTOHEAL_WATCH_TIMEOUT_SECONDS:-300}"
+readonly CHECKPOINT_POLL_SECONDS="${AUTOHEAL_CHECKPOINT_POLL_SECONDS:-30}"
+# Backoff cap of the watcher after metadata server errors.
+readonly WATCH_BACKOFF_MAX_SECONDS=60
 readonly TPU_DEVICES="${AUTOHEAL_TPU_DEVICES-/dev/accel* /dev/vfio/[0-9]*}"
 # Bound on one storage listing, so a broken network cannot hang an attempt.
 readonly LS_TIMEOUT_SECONDS=120
@@ -61,6 +93,16 @@ MD_VALUE=""     # result of md_get
 STORAGE_CLI=""  # gcloud or gsutil
 RESUME_FROM=""  # result of resolve_checkpoint
 CHILD=""        # process group of the running setup or training command
+CHILD_RC=0      # result of wait_group
+LOCK_FD=""      # the lock, inherited by the commands, closed in the watcher
+QUIET=no        # yes: resolve_checkpoint does not log its INFO lines
+CKPT_TIME=""    # result of checkpoint_time
+WATCHERS=()     # process groups of the maintenance watchers
+CHECKPOINT_CMD=""
+CHECKPOINT_SIGNAL=""
+CHECKPOINT_DIR=""
+CHECKPOINT_MARKER=""
+STOP_GRACE=60
 
 # log LEVEL MESSAGE...: one timestamped line on stderr (the startup-script
 # runner forwards it to the journal and the serial console) and, when logger
@@ -87,21 +129,88 @@ die() {
 	exit 2
 }
 
+# info MESSAGE...: log INFO, unless QUIET (the watcher's repeated listings).
+info() {
+	if [[ $QUIET != yes ]]; then
+		log INFO "$@"
+	fi
+}
+
 cleanup() {
 	if [[ -n $WORK ]]; then
 		rm -rf -- "$WORK"
 	fi
 }
 
-# on_signal SIGNAL CODE: stop the running command's whole process group, so a
-# shutdown gives the training a chance to save, then exit.
+# on_signal SIGNAL CODE: passes SIGTERM to the running command's whole process
+# group, so a shutdown gives the training a chance to save, waits (at most
+# autoheal-stop-grace-seconds) until every process of that group has exited,
+# not only the command's shell, and exits with the command's status; CODE
+# when no command was running.
 on_signal() {
-	log WARNING "received SIG$1; stopping the running command"
-	if [[ -n $CHILD ]]; then
-		kill -TERM -- "-$CHILD" 2>/dev/null || kill -TERM "$CHILD" 2>/dev/null || true
-		wait "$CHILD" 2>/dev/null || true
+	local pgid=$CHILD
+	trap '' TERM INT HUP
+	log WARNING "received SIG$1; stopping the running command (grace ${STOP_GRACE}s)"
+	stop_watchers
+	if [[ -z $pgid ]]; then
+		exit "$2"
 	fi
-	exit "$2"
+	kill -TERM -- "-$pgid" 2>/dev/null || kill -TERM "$pgid" 2>/dev/null || true
+	wait_group "$pgid" "$STOP_GRACE"
+	log WARNING "the running command exited with status $CHILD_RC after SIG$1"
+	exit "$CHILD_RC"
+}
+
+# group_alive PGID: whether a live (not zombie) process is in group PGID.
+group_alive() {
+	local pgid=$1 listing group state
+	if ! listing=$(ps -e -o pgid= -o stat= 2>/dev/null); then
+		kill -0 -- "-$pgid" 2>/dev/null
+		return
+	fi
+	while read -r group state; do
+		if [[ $group == "$pgid" && $state != Z* ]]; then
+			return 0
+		fi
+	done <<<"$listing"
+	return 1
+}
+
+# wait_group PGID GRACE: waits until no process of group PGID is left (the
+# command's shell, a child of this script, and whatever it started), at most
+# GRACE seconds, then kills what is left. Sets CHILD_RC to the shell's status
+# (137 when it had to be killed).
+wait_group() {
+	local pgid=$1 grace=$2 deadline rc=0
+	deadline=$((SECONDS + grace))
+	while group_alive "$pgid" && ((SECONDS < deadline)); do
+		sleep 0.2
+	done
+	if group_alive "$pgid"; then
+		log WARNING "processes of the command (process group $pgid) still running after ${grace}s; killing them"
+		kill -KILL -- "-$pgid" 2>/dev/null || true
+	fi
+	wait "$pgid" 2>/dev/null || rc=$?
+	CHILD_RC=$rc
+}
+
+# reap_leftovers PGID: after a failed attempt, stops what the command left
+# running in its process group (a trainer whose shell died still holds the
+# TPU), so that two trainings never run at once.
+reap_leftovers() {
+	local pgid=$1 deadline
+	if ! group_alive "$pgid"; then
+		return 0
+	fi
+	log WARNING "the command exited but processes of its group $pgid still run; stopping them (grace ${STOP_GRACE}s)"
+	kill -TERM -- "-$pgid" 2>/dev/null || true
+	deadline=$((SECONDS + STOP_GRACE))
+	while group_alive "$pgid" && ((SECONDS < deadline)); do
+		sleep 0.2
+	done
+	if group_alive "$pgid"; then
+		kill -KILL -- "-$pgid" 2>/dev/null || true
+	fi
 }
 
 # md_get KEY: reads instance attribute KEY into MD_VALUE. Returns 0 when set,
@@ -181,16 +290,21 @@ choose_storage_cli() {
 	fi
 }
 
-# storage_ls URL: lists URL into $WORK/ls.out. Returns 0 when listed, 1 when
-# URL matched no objects (a missing or empty directory), 2 when the listing
-# failed (network, permission, missing bucket, timeout): then nobody knows
-# whether checkpoints exist, and a fresh start could throw progress away.
+# storage_ls URL [-l]: lists URL into $WORK/ls.out (with -l: size, update
+# time and URL of each object). Returns 0 when listed, 1 when URL matched no
+# objects (a missing or empty directory), 2 when the listing failed (network,
+# permission, missing bucket, timeout): then nobody knows whether checkpoints
+# exist, and a fresh start could throw progress away.
 storage_ls() {
 	local url=$1 rc=0
+	local -a flags=()
+	if [[ ${2:-} == -l ]]; then
+		flags=(-l)
+	fi
 	if [[ $STORAGE_CLI == gcloud ]]; then
-		timeout "$LS_TIMEOUT_SECONDS" gcloud storage ls "$url" >"$WORK/ls.out" 2>"$WORK/ls.err" || rc=$?
+		timeout "$LS_TIMEOUT_SECONDS" gcloud storage ls "${flags[@]}" "$url" >"$WORK/ls.out" 2>"$WORK/ls.err" || rc=$?
 	else
-		timeout "$LS_TIMEOUT_SECONDS" gsutil ls "$url" >"$WORK/ls.out" 2>"$WORK/ls.err" || rc=$?
+		timeout "$LS_TIMEOUT_SECONDS" gsutil ls "${flags[@]}" "$url" >"$WORK/ls.out" 2>"$WORK/ls.err" || rc=$?
 	fi
 	if ((rc == 0)); then
 		return 0
@@ -245,14 +359,14 @@ resolve_checkpoint() {
 	case $rc in
 	0) ;;
 	1)
-		log INFO "no checkpoint under $base: fresh start"
+		info "no checkpoint under $base: fresh start"
 		return 0
 		;;
 	*) return 1 ;;
 	esac
 	mapfile -t candidates < <(newest_first "$base" <"$WORK/ls.out")
 	if ((${#candidates[@]} == 0)); then
-		log INFO "no checkpoint under $base: fresh start"
+		info "no checkpoint under $base: fresh start"
 		return 0
 	fi
 	if [[ -z $CHECKPOINT_MARKER ]]; then
@@ -271,7 +385,7 @@ resolve_checkpoint() {
 			RESUME_FROM="${candidate%/}"
 			return 0
 			;;
-		1) log INFO "skipping ${candidate%/}: no $CHECKPOINT_MARKER (incomplete)" ;;
+		1) info "skipping ${candidate%/}: no $CHECKPOINT_MARKER (incomplete)" ;;
 		*) return 1 ;;
 		esac
 	done
@@ -333,21 +447,423 @@ pause() {
 	wait "$!" || true
 }
 
-# run_command COMMAND: runs COMMAND with bash -c in its own process group (so
-# a signal reaches all of it) and returns its exit status. The command
-# inherits the lock: it stays held while the command runs, even if this
-# script dies.
+# command_shell COMMAND: COMMAND prefixed with the traps of its shell. On
+# SIGTERM the shell finishes the running command (which gets the signal too,
+# as the whole group does) and then exits with its status, instead of dying at
+# once or running the next line. The checkpoint signal is caught, so that it
+# reaches the training without killing the shell around it. A trap is reset,
+# not inherited, in the shell's children, so their own handlers decide.
+command_shell() {
+	local prefix
+	prefix="trap 'exit \$?' TERM"
+	if [[ -n $CHECKPOINT_SIGNAL && $CHECKPOINT_SIGNAL != TERM ]]; then
+		prefix+="; trap : $CHECKPOINT_SIGNAL"
+	fi
+	printf '%s\n%s' "$prefix" "$1"
+}
+
+# run_command COMMAND [watch]: runs COMMAND with bash -c in its own process
+# group (so a signal reaches all of it) and returns its exit status; with
+# "watch", the maintenance watchers run alongside it. The command inherits the
+# lock: it stays held while the command runs, even if this script dies.
 run_command() {
-	local rc=0
-	setsid bash -c "$1" &
+	local rc=0 pgid
+	setsid bash -c "$(command_shell "$1")" &
 	CHILD=$!
-	wait "$CHILD" || rc=$?
+	pgid=$CHILD
+	if [[ ${2:-} == watch ]]; then
+		start_watchers "$pgid"
+	fi
+	wait "$pgid" || rc=$?
 	CHILD=""
+	stop_watchers
+	if ((rc != 0)); then
+		reap_leftovers "$pgid"
+	fi
 	return "$rc"
 }
 
+# now_rfc3339: the current time, RFC 3339 in UTC.
+now_rfc3339() {
+	date -u +%Y-%m-%dT%H:%M:%SZ
+}
+
+# json_escape STRING: STRING as the inside of a JSON string.
+json_escape() {
+	local s=$1
+	s=${s//\\/\\\\}
+	s=${s//\"/\\\"}
+	s=${s//$'\n'/\\n}
+	s=${s//$'\r'/\\r}
+	s=${s//$'\t'/\\t}
+	printf '%s' "$s"
+}
+
+# json_get JSON KEY: prints the value of KEY in the flat JSON object JSON (a
+# string's content, or a literal such as true or 12); 1 when absent. Enough
+# for the notices, whose values are timestamps, enums and booleans.
+json_get() {
+	local re_string="\"$2\"[[:space:]]*:[[:space:]]*\"([^\"\\\\]*)\""
+	local re_literal="\"$2\"[[:space:]]*:[[:space:]]*([A-Za-z0-9.+-]+)"
+	if [[ $1 =~ $re_string || $1 =~ $re_literal ]]; then
+		printf '%s' "${BASH_REMATCH[1]}"
+		return 0
+	fi
+	return 1
+}
+
+# json_number VALUE: VALUE as a JSON number when it is one, else a string.
+json_number() {
+	if [[ $1 =~ ^[0-9]+$ ]]; then
+		printf '%s' "$1"
+	else
+		printf '"%s"' "$(json_escape "$1")"
+	fi
+}
+
+# guest_put KEY JSON: writes guest attribute autoheal/KEY, where tpu-autoheal
+# reads it with nodes.getGuestAttributes. Retried briefly; a failure is
+# logged (guest attributes may be disabled) and returns 1, never stops the
+# training.
+guest_put() {
+	local key=$1 body=$2 url try code
+	url="$METADATA_URL/instance/guest-attributes/autoheal/$key"
+	for try in 1 2 3; do
+		code=$(curl -sS -o "$WORK/put.out" -w '%{http_code}' -X PUT -H 'Metadata-Flavor: Google' \
+			--connect-timeout 2 --max-time 10 --data-binary "$body" "$url" 2>"$WORK/put.err") || true
+		case $code in
+		200) return 0 ;;
+		000 | 429 | 5??) ;;
+		*) break ;;
+		esac
+		if ((try < 3)); then
+			sleep 1
+		fi
+	done
+	log WARNING "cannot write guest attribute autoheal/$key (HTTP $code: $(cat "$WORK/put.out" "$WORK/put.err" 2>/dev/null | head -c 300 | tr '\n' ' ')); guest attributes may be disabled on this VM (metadata enable-guest-attributes=TRUE)"
+	return 1
+}
+
+# checkpoint_time URI: sets CKPT_TIME to the update time (RFC 3339) of the
+# checkpoint at URI: its completion marker's when autoheal-checkpoint-marker
+# is set, else the newest object directly in it (or in it at any depth when
+# it holds only directories), or the object itself. Returns 1 when unknown.
+checkpoint_time() {
+	local uri=${1%/} rc=0 pattern
+	CKPT_TIME=""
+	local -a urls=()
+	if [[ -n $CHECKPOINT_MARKER ]]; then
+		urls=("$uri/$CHECKPOINT_MARKER")
+	else
+		urls=("$uri/" "$uri/**" "$uri")
+	fi
+	for pattern in "${urls[@]}"; do
+		rc=0
+		storage_ls "$pattern" -l || rc=$?
+		if ((rc == 2)); then
+			return 1
+		fi
+		if ((rc == 0)); then
+			CKPT_TIME=$(awk '$2 ~ /^[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9:.]+Z$/ && $3 ~ /^gs:\/\// { t = substr($2, 1, 19) "Z"; if (t > max) max = t } END { print max }' "$WORK/ls.out")
+			if [[ -n $CKPT_TIME ]]; then
+				return 0
+			fi
+		fi
+	done
+	return 1
+}
+
+# report_resumed ATTEMPT: the guest attribute autoheal/resumed and the same
+# line in the log, as the training command starts.
+report_resumed() {
+	local attempt=$1 body
+	CKPT_TIME=""
+	if [[ -n $RESUME_FROM ]] && ! checkpoint_time "$RESUME_FROM"; then
+		log WARNING "cannot tell when $RESUME_FROM was written; reporting it without a time"
+	fi
+	body=$(printf '{"time":"%s","checkpoint":"%s","checkpointTime":"%s","attempt":%s,"worker":%s}' \
+		"$(now_rfc3339)" "$(json_escape "$RESUME_FROM")" "$CKPT_TIME" "$attempt" "$(json_number "$WORKER")")
+	log INFO "resumed: $body"
+	guest_put resumed "$body" || true
+}
+
+# to_epoch TIME: seconds since the epoch of the RFC 3339 TIME; 1 when invalid.
+to_epoch() {
+	[[ -n $1 ]] && date -u -d "$1" +%s 2>/dev/null
+}
+
+# notice_claim ID SENT_EPOCH WATCHER_PID: decides, under a lock shared by the watchers,
+# what to do with notice ID. Prints "new" (first sight: recorded as asked),
+# "resume" (asked earlier, by a run that ended before its checkpoint
+# appeared, and still within the wait) or "seen" (nothing to do). The state
+# file, STATE_DIR/maintenance-notice, holds one line: ID PHASE SENT_EPOCH PID.
+notice_claim() {
+	local id=$1 sent=$2 me=$3 fd old_id="" phase="" old_sent="" pid="" verdict
+	local file="$STATE_DIR/maintenance-notice"
+	exec {fd}>>"$file.lock"
+	flock "$fd"
+	if [[ -s $file ]]; then
+		read -r old_id phase old_sent pid <"$file" || true
+	fi
+	if [[ $old_id != "$id" ]]; then
+		verdict=new
+		printf '%s asked %s %s\n' "$id" "$sent" "$me" >"$file.tmp" && mv -f -- "$file.tmp" "$file"
+	elif [[ $phase == asked ]] && ! kill -0 "${pid:-0}" 2>/dev/null &&
+		((EPOCHSECONDS < ${old_sent:-0} + CHECKPOINT_WAIT)); then
+		verdict=resume
+		printf '%s asked %s %s\n' "$id" "$old_sent" "$me" >"$file.tmp" && mv -f -- "$file.tmp" "$file"
+	else
+		verdict=seen
+	fi
+	exec {fd}>&-
+	printf '%s' "$verdict"
+}
+
+# notice_done ID PHASE: records the end of notice ID (reported, expired).
+notice_done() {
+	local file="$STATE_DIR/maintenance-notice" fd
+	exec {fd}>>"$file.lock"
+	flock "$fd"
+	printf '%s %s 0 0\n' "$1" "$2" >"$file.tmp" && mv -f -- "$file.tmp" "$file"
+	exec {fd}>&-
+}
+
+# ask_checkpoint NOTICE_JSON PGID: asks the training to checkpoint now.
+# Prints what it did: cmd, signal or none.
+ask_checkpoint() {
+	local notice=$1 pgid=$2 rc=0
+	if [[ -n $CHECKPOINT_CMD ]]; then
+		log INFO "running autoheal-checkpoint-cmd: $CHECKPOINT_CMD"
+		AUTOHEAL_NOTICE="$notice" AUTOHEAL_TRAIN_PGID="$pgid" \
+			timeout "$CHECKPOINT_WAIT" bash -c "$CHECKPOINT_CMD" </dev/null >&2 || rc=$?
+		if ((rc == 0)); then
+			log INFO "autoheal-checkpoint-cmd finished"
+		else
+			log WARNING "autoheal-checkpoint-cmd exited with status $rc; still waiting for a checkpoint"
+		fi
+		printf cmd
+	elif [[ -n $CHECKPOINT_SIGNAL ]]; then
+		if kill -s "$CHECKPOINT_SIGNAL" -- "-$pgid" 2>/dev/null; then
+			log INFO "sent SIG$CHECKPOINT_SIGNAL to the training's process group $pgid"
+		else
+			log WARNING "cannot send SIG$CHECKPOINT_SIGNAL to process group $pgid (training gone?)"
+		fi
+		printf signal
+	else
+		log WARNING "neither autoheal-checkpoint-cmd nor autoheal-checkpoint-signal is set: not asking the training to checkpoint; reporting the next checkpoint it writes"
+		printf none
+	fi
+}
+
+# wait_checkpoint NOTICE SENT_EPOCH: waits, until SENT_EPOCH +
+# autoheal-checkpoint-wait-seconds, for a complete checkpoint written at or
+# after SENT_EPOCH, and reports it in the guest attribute autoheal/checkpoint.
+wait_checkpoint() {
+	local notice=$1 sent=$2 deadline epoch body
+	deadline=$((sent + CHECKPOINT_WAIT))
+	if [[ -z $CHECKPOINT_DIR ]]; then
+		log WARNING "no autoheal-checkpoint-dir: cannot see the checkpoint for notice $notice"
+		return 1
+	fi
+	while ((EPOCHSECONDS < deadline)); do
+		if resolve_checkpoint && [[ -n $RESUME_FROM ]] && checkpoint_time "$RESUME_FROM" &&
+			epoch=$(to_epoch "$CKPT_TIME") && ((epoch >= sent)); then
+			body=$(printf '{"notice":"%s","checkpoint":"%s","time":"%s"}' \
+				"$(json_escape "$notice")" "$(json_escape "$RESUME_FROM")" "$CKPT_TIME")
+			log INFO "checkpoint for maintenance notice $notice: $body"
+			guest_put checkpoint "$body" || true
+			return 0
+		fi
+		pause "$CHECKPOINT_POLL_SECONDS"
+	done
+	log WARNING "no checkpoint newer than maintenance notice $notice within ${CHECKPOINT_WAIT}s"
+	return 1
+}
+
+# handle_notice NOTICE SENT_AT SOURCE JSON PGID: acts on a notice once.
+handle_notice() {
+	local notice=$1 sent_at=$2 source=$3 json=$4 pgid=$5 id sent verdict action
+	id=$(date -u -d "$notice" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null) || id=$notice
+	id=${id//[[:space:]]/_}
+	if ! sent=$(to_epoch "$sent_at"); then
+		sent=$EPOCHSECONDS
+	fi
+	verdict=$(notice_claim "$id" "$sent" "$BASHPID")
+	case $verdict in
+	seen)
+		log INFO "maintenance notice $notice ($source) already handled"
+		return 0
+		;;
+	resume)
+		log INFO "maintenance notice $notice ($source): waiting again for its checkpoint"
+		;;
+	new)
+		if ((EPOCHSECONDS >= sent + CHECKPOINT_WAIT)); then
+			log INFO "maintenance notice $notice ($source) was sent more than ${CHECKPOINT_WAIT}s ago; ignoring it"
+			notice_done "$id" expired
+			return 0
+		fi
+		log WARNING "maintenance notice $notice ($source): $json"
+		action=$(ask_checkpoint "$json" "$pgid")
+		guest_put notice "$(printf '{"notice":"%s","time":"%s","action":"%s"}' \
+			"$(json_escape "$notice")" "$(now_rfc3339)" "$action")" || true
+		;;
+	esac
+	if wait_checkpoint "$notice" "$sent"; then
+		notice_done "$id" reported
+	else
+		notice_done "$id" expired
+	fi
+}
+
+# md_watch PATH QUERY OUT: one GET of the metadata server into OUT, bounded
+# (a hanging GET returns after timeout_sec at the latest). Sets MD_CODE and
+# MD_ETAG.
+md_watch() {
+	local path=$1 query=$2 out=$3
+	MD_CODE=$(curl -sS -o "$out" -D "$out.headers" -w '%{http_code}' -H 'Metadata-Flavor: Google' \
+		--connect-timeout 2 --max-time "$((WATCH_TIMEOUT_SECONDS + 30))" \
+		"$METADATA_URL/$path${query:+?$query}" 2>"$out.err") || true
+	MD_CODE=${MD_CODE:-000}
+	MD_ETAG=$(awk 'tolower($1) == "etag:" { print $2 }' "$out.headers" 2>/dev/null | tr -d '\r' | tail -n 1) || MD_ETAG=""
+}
+
+# watch_source SOURCE PGID: the loop of one watcher. SOURCE "function" waits
+# on the attribute autoheal-maintenance, "platform" on
+# instance/upcoming-maintenance (given up on a 404: not served here). Each
+# answer is followed by a hanging GET (wait_for_change, last_etag) that
+# returns when the value changes; errors back off up to a minute.
+watch_source() {
+	local source=$1 pgid=$2 path query etag="" value last="" delay=1 notice sent status failing=no read=no
+	local out dir_etag="" dir_read=no
+	if [[ $source == function ]]; then
+		path=instance/attributes/autoheal-maintenance
+	else
+		path=instance/upcoming-maintenance
+	fi
+	out="$WORK/$source.out"
+	# The script stops the watchers when the training ends; this only ends a
+	# watcher whose script died. (Not group_alive: right after the start the
+	# command may not have made its own process group yet.)
+	while kill -0 "$$" 2>/dev/null && kill -0 "$pgid" 2>/dev/null; do
+		query=""
+		if [[ $source == platform ]]; then
+			query="alt=json"
+		fi
+		# After the first read, hang until the value changes (from last_etag
+		# when the server sent one, else from its value now).
+		if [[ $read == yes ]]; then
+			query+="${query:+&}wait_for_change=true&timeout_sec=$WATCH_TIMEOUT_SECONDS${etag:+&last_etag=$etag}"
+		fi
+		md_watch "$path" "$query" "$out"
+		case $MD_CODE in
+		200)
+			failing=no
+			delay=1
+			read=yes
+			etag=$MD_ETAG
+			value=$(<"$out")
+			if [[ $value == "$last" ]]; then
+				continue
+			fi
+			last=$value
+			if [[ $source == function ]]; then
+				if [[ -z ${value//[[:space:]]/} ]]; then
+					continue
+				fi
+				if ! notice=$(json_get "$value" notice); then
+					log WARNING "metadata autoheal-maintenance is not a notice (no \"notice\" field): $value"
+					continue
+				fi
+				sent=$(json_get "$value" sentAt) || sent=""
+			else
+				notice=$(json_get "$value" window_start_time) || continue
+				status=$(json_get "$value" maintenance_status) || status=""
+				if [[ $status == COMPLETE ]]; then
+					continue
+				fi
+				sent=""
+			fi
+			handle_notice "$notice" "$sent" "$source" "$value" "$pgid"
+			;;
+		404)
+			if [[ $source == platform ]]; then
+				log INFO "instance/upcoming-maintenance is not served here; watching autoheal-maintenance only"
+				return 0
+			fi
+			# No notice: wait for any attribute to change, then read again.
+			read=no
+			etag=""
+			last=""
+			query=""
+			if [[ $dir_read == yes ]]; then
+				query="wait_for_change=true&timeout_sec=$WATCH_TIMEOUT_SECONDS${dir_etag:+&last_etag=$dir_etag}"
+			fi
+			md_watch instance/attributes/ "$query" "$out.dir"
+			if [[ $MD_CODE == 200 ]]; then
+				dir_read=yes
+				dir_etag=$MD_ETAG
+			else
+				dir_read=no
+				dir_etag=""
+				pause "$delay"
+			fi
+			;;
+		*)
+			if [[ $failing == no ]]; then
+				log WARNING "maintenance watcher: HTTP $MD_CODE for $path ($(head -c 300 "$out.err" | tr '\n' ' ')); retrying with backoff"
+				failing=yes
+			fi
+			read=no
+			etag=""
+			pause "$delay"
+			delay=$((delay * 2 > WATCH_BACKOFF_MAX_SECONDS ? WATCH_BACKOFF_MAX_SECONDS : delay * 2))
+			;;
+		esac
+	done
+}
+
+# start_watchers PGID: starts the maintenance watchers for the training
+# running as process group PGID, each in its own process group (so that
+# stop_watchers ends its hanging GET and listings too).
+start_watchers() {
+	local pgid=$1 source
+	WATCHERS=()
+	for source in function platform; do
+		set -m
+		(
+			set +m
+			trap - TERM INT HUP EXIT
+			exec {LOCK_FD}>&-
+			QUIET=yes
+			WORK=$(mktemp -d "$WORK/watch.XXXXXX") || exit 0
+			watch_source "$source" "$pgid" || true
+		) &
+		WATCHERS+=("$!")
+		set +m
+	done
+}
+
+# stop_watchers: ends the watchers, with what they run. A signal may arrive
+# between starting a watcher and recording it, so it also ends any child of
+# this script that leads its own process group, other than the command.
+stop_watchers() {
+	local pid pgid
+	local -a pids=("${WATCHERS[@]}")
+	while read -r pid pgid; do
+		if [[ $pid == "$pgid" && $pid != "${CHILD:-}" ]]; then
+			pids+=("$pid")
+		fi
+	done < <(ps -o pid= -o pgid= --ppid "$$" 2>/dev/null || true)
+	for pid in "${pids[@]}"; do
+		kill -TERM -- "-$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	WATCHERS=()
+}
+
 main() {
-	local lock_fd attempt=0 delay rc started failure cap tool
+	local attempt=0 delay rc started failure cap tool on_notice
 	local setup_done=no
 
 	if [[ -z ${HOME:-} ]]; then
@@ -385,8 +901,8 @@ main() {
 	esac
 
 	mkdir -p -- "$(dirname -- "$LOCK_FILE")" || die "cannot create the directory of $LOCK_FILE"
-	exec {lock_fd}>>"$LOCK_FILE" || die "cannot open lock file $LOCK_FILE"
-	if ! flock -n "$lock_fd"; then
+	exec {LOCK_FD}>>"$LOCK_FILE" || die "cannot open lock file $LOCK_FILE"
+	if ! flock -n "$LOCK_FD"; then
 		log INFO "another resume-training run holds $LOCK_FILE: training is already running here; exiting"
 		exit 0
 	fi
@@ -405,6 +921,26 @@ main() {
 	md_int autoheal-backoff-seconds 10 BACKOFF_SECONDS
 	md_int autoheal-backoff-max-seconds 300 BACKOFF_MAX_SECONDS
 	md_int autoheal-ready-timeout-seconds 300 READY_TIMEOUT
+	md_string autoheal-checkpoint-cmd CHECKPOINT_CMD
+	md_string autoheal-checkpoint-signal CHECKPOINT_SIGNAL
+	md_int autoheal-checkpoint-wait-seconds 1800 CHECKPOINT_WAIT
+	md_int autoheal-stop-grace-seconds 60 STOP_GRACE
+	CHECKPOINT_SIGNAL="${CHECKPOINT_SIGNAL//[[:space:]]/}"
+	CHECKPOINT_SIGNAL="${CHECKPOINT_SIGNAL#SIG}"
+	if [[ -n $CHECKPOINT_SIGNAL ]]; then
+		if [[ $CHECKPOINT_SIGNAL =~ ^[0-9]+$ ]] || ! kill -l "$CHECKPOINT_SIGNAL" >/dev/null 2>&1; then
+			die "metadata autoheal-checkpoint-signal=\"$CHECKPOINT_SIGNAL\" is not a signal name (USR1, USR2, INT, ...)"
+		fi
+		CHECKPOINT_SIGNAL="${CHECKPOINT_SIGNAL^^}"
+		case $CHECKPOINT_SIGNAL in
+		KILL | STOP | CONT)
+			die "metadata autoheal-checkpoint-signal=$CHECKPOINT_SIGNAL cannot be handled by the training; use USR1 or USR2"
+			;;
+		esac
+	fi
+	if ! mkdir -p -- "$STATE_DIR"; then
+		die "cannot create the state directory $STATE_DIR"
+	fi
 	if ((BACKOFF_SECONDS > BACKOFF_MAX_SECONDS)); then
 		BACKOFF_SECONDS=$BACKOFF_MAX_SECONDS
 	fi
@@ -419,11 +955,17 @@ main() {
 		mkdir -p -- "$WORKDIR" || die "cannot create autoheal-workdir $WORKDIR"
 		cd -- "$WORKDIR" || die "cannot enter autoheal-workdir $WORKDIR"
 	fi
+	on_notice="report the next checkpoint"
+	if [[ -n $CHECKPOINT_CMD ]]; then
+		on_notice="run $CHECKPOINT_CMD"
+	elif [[ -n $CHECKPOINT_SIGNAL ]]; then
+		on_notice="send SIG$CHECKPOINT_SIGNAL to the training"
+	fi
 	cap=$MAX_ATTEMPTS
 	if ((cap == 0)); then
 		cap=unlimited
 	fi
-	log INFO "starting: train command: $TRAIN_CMD; checkpoint dir: ${CHECKPOINT_DIR:-none}${CHECKPOINT_MARKER:+ (marker $CHECKPOINT_MARKER)}; workdir: $PWD; max attempts: $cap; backoff ${BACKOFF_SECONDS}s..${BACKOFF_MAX_SECONDS}s; storage: ${STORAGE_CLI:-none}"
+	log INFO "starting: train command: $TRAIN_CMD; checkpoint dir: ${CHECKPOINT_DIR:-none}${CHECKPOINT_MARKER:+ (marker $CHECKPOINT_MARKER)}; workdir: $PWD; max attempts: $cap; backoff ${BACKOFF_SECONDS}s..${BACKOFF_MAX_SECONDS}s; storage: ${STORAGE_CLI:-none}; on a maintenance notice: $on_notice"
 
 	wait_until_ready
 
@@ -454,8 +996,9 @@ main() {
 			else
 				log INFO "attempt $attempt/$cap: starting training, fresh start"
 			fi
+			report_resumed "$attempt"
 			rc=0
-			run_command "$TRAIN_CMD" || rc=$?
+			run_command "$TRAIN_CMD" watch || rc=$?
 			if ((rc == 0)); then
 				log INFO "training command finished successfully on attempt $attempt"
 				exit 0

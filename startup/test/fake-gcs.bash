@@ -2,7 +2,10 @@
 # Fake gcloud and gsutil for the startup script's tests: installed on PATH
 # under both names, it answers `gcloud storage ls URL` and `gsutil ls URL`
 # from a local tree, FAKE_GCS_ROOT/BUCKET/OBJECT, with the real tools' output
-# shape (prefixes end in /) and their error messages. Test knobs, files in
+# shape (prefixes end in /; with -l, "SIZE  UPDATED  URL" per object, blank
+# size and time for a prefix, and a TOTAL line; a trailing ** lists every
+# object below, flat) and their error messages. Times are the local files'
+# modification times. Test knobs, files in
 # FAKE_STATE:
 #   gcs-fail       a number N: the next N listings fail as a network error would
 #   gcloud-legacy  present: gcloud has no `storage` group (falls back to gsutil)
@@ -34,10 +37,38 @@ if [[ ${1:-} != ls ]]; then
 fi
 shift
 if [[ ${1:-} == --help ]]; then
-	echo "Usage: $tool ls URL"
+	echo "Usage: $tool ls [-l] URL"
 	exit 0
 fi
+long=no
+if [[ ${1:-} == -l ]]; then
+	long=yes
+	shift
+fi
 url=${1:?URL}
+objects=0
+bytes=0
+
+# entry URL FILE: prints one listing line for FILE (a directory: a prefix).
+entry() {
+	local size
+	if [[ $long == no ]]; then
+		echo "$1"
+	elif [[ -d $2 ]]; then
+		printf '%33s%s\n' "" "$1"
+	else
+		size=$(stat -c %s -- "$2")
+		objects=$((objects + 1))
+		bytes=$((bytes + size))
+		printf '%10d  %s  %s\n' "$size" "$(date -u -r "$2" +%Y-%m-%dT%H:%M:%SZ)" "$1"
+	fi
+}
+
+total() {
+	if [[ $long == yes ]]; then
+		echo "TOTAL: $objects objects, $bytes bytes ($bytes B)"
+	fi
+}
 
 if [[ -e $FAKE_STATE/gcs-fail ]]; then
 	left=$(<"$FAKE_STATE/gcs-fail")
@@ -60,9 +91,26 @@ if [[ ! -d $FAKE_GCS_ROOT/$bucket ]]; then
 	fi
 	exit 1
 fi
+if [[ $object == */\*\* || $object == \*\* ]]; then
+	object=${object%\*\*}
+	dir=$FAKE_GCS_ROOT/$bucket/$object
+	found=no
+	if [[ -d $dir ]]; then
+		while IFS= read -r file; do
+			found=yes
+			entry "gs://$bucket/${file#"$FAKE_GCS_ROOT/$bucket/"}" "$file"
+		done < <(find "$dir" -type f | LC_ALL=C sort)
+	fi
+	if [[ $found == no ]]; then
+		no_match
+	fi
+	total
+	exit 0
+fi
 path=$FAKE_GCS_ROOT/$bucket/$object
 if [[ $url != */ && -f $path ]]; then
-	echo "$url"
+	entry "$url" "$path"
+	total
 	exit 0
 fi
 if [[ ! -d $path ]]; then
@@ -74,14 +122,15 @@ if [[ -z ${object%/} ]]; then
 fi
 found=no
 shopt -s nullglob dotglob
-for entry in "$path"/*; do
+for file in "$path"/*; do
 	found=yes
-	if [[ -d $entry ]]; then
-		echo "$prefix$(basename -- "$entry")/"
+	if [[ -d $file ]]; then
+		entry "$prefix$(basename -- "$file")/" "$file"
 	else
-		echo "$prefix$(basename -- "$entry")"
+		entry "$prefix$(basename -- "$file")" "$file"
 	fi
 done
 if [[ $found == no ]]; then
 	no_match
 fi
+total

@@ -46,6 +46,10 @@ setup_fakes() {
 	export AUTOHEAL_METADATA_RETRIES=3
 	export AUTOHEAL_METADATA_RETRY_SECONDS=0
 	export AUTOHEAL_LOCK_FILE=$BATS_TEST_TMPDIR/run/lock/resume-training.lock
+	export AUTOHEAL_STATE_DIR=$BATS_TEST_TMPDIR/var/lib/tpu-autoheal
+	export AUTOHEAL_WATCH_TIMEOUT_SECONDS=20
+	export AUTOHEAL_CHECKPOINT_POLL_SECONDS=0.2
+	GUEST=$MD_ROOT/computeMetadata/v1/instance/guest-attributes/autoheal
 	export AUTOHEAL_TPU_DEVICES="$BATS_TEST_TMPDIR/dev/accel*"
 	touch "$BATS_TEST_TMPDIR/dev/accel0"
 
@@ -67,9 +71,62 @@ teardown_fakes() {
 	fi
 }
 
-# md_set KEY VALUE: sets instance attribute KEY.
+# md_set KEY VALUE: sets instance attribute KEY (atomically, as a hanging GET
+# may read it at any moment).
 md_set() {
-	printf '%s' "$2" >"$MD_ATTR/$1"
+	printf '%s' "$2" >"$MD_ATTR/_tmp.$1"
+	mv -f -- "$MD_ATTR/_tmp.$1" "$MD_ATTR/$1"
+}
+
+# md_set_platform JSON: sets instance/upcoming-maintenance, the platform's
+# notice (absent, the fake answers 404 as a VM without it does).
+md_set_platform() {
+	printf '%s' "$1" >"$MD_ROOT/computeMetadata/v1/instance/_tmp.upcoming"
+	mv -f -- "$MD_ROOT/computeMetadata/v1/instance/_tmp.upcoming" "$MD_ROOT/computeMetadata/v1/instance/upcoming-maintenance"
+}
+
+# notice WINDOW_START [SENT_AT]: a notice as tpu-autoheal's prepare writes it
+# into autoheal-maintenance; SENT_AT defaults to now.
+notice() {
+	printf '{"notice":"%s","sentAt":"%s","status":"PENDING","type":"SCHEDULED","windowStart":"%s","windowEnd":"%s","canReschedule":true}' \
+		"$1" "${2:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}" "$1" "2099-01-01T04:00:00Z"
+}
+
+# guest KEY: the guest attribute autoheal/KEY as last written, empty if never.
+guest() {
+	cat "$GUEST/$1" 2>/dev/null || true
+}
+
+# guest_puts KEY: how many times autoheal/KEY was written.
+guest_puts() {
+	grep -c "^PUT /computeMetadata/v1/instance/guest-attributes/autoheal/$1 " "$MD_ROOT/_puts.log" 2>/dev/null || true
+}
+
+# wait_for COMMAND...: polls COMMAND every 0.1s until it succeeds, at most
+# 60s (generous: the machine may be loaded); fails saying what it waited for.
+wait_for() {
+	local _
+	for _ in $(seq 600); do
+		if "$@"; then
+			return 0
+		fi
+		/bin/sleep 0.1
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+# log_has TEXT: whether the background run's output contains TEXT.
+log_has() {
+	grep -qF -- "$1" "$FAKE_STATE/background.out" 2>/dev/null
+}
+
+# old FILE...: makes local fake-bucket objects look written long ago.
+old() {
+	local f
+	for f in "$@"; do
+		touch -d 2020-01-01T00:00:00Z -- "$FAKE_GCS_ROOT/${f#gs://}"
+	done
 }
 
 md_unset() {
@@ -109,15 +166,7 @@ start_background() {
 }
 
 wait_for_file() {
-	local _
-	for _ in $(seq 300); do
-		if [[ -e $1 ]]; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	echo "timed out waiting for $1" >&2
-	return 1
+	wait_for test -e "$1"
 }
 
 # train_runs: prints FAKE_STATE/train.log, one line per training run.

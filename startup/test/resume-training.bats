@@ -199,7 +199,7 @@ teardown() {
 }
 
 @test "SIGTERM stops the training command and the script" {
-	md_set autoheal-train-cmd 'fake-train --block; echo "training shell still running"'
+	md_set autoheal-train-cmd 'fake-train --block; touch "$FAKE_STATE/next-command-ran"'
 	start_background
 
 	kill -TERM "$BG_PID"
@@ -207,9 +207,108 @@ teardown() {
 	wait "$BG_PID" || status=$?
 	BG_PID=""
 
+	# The script waited for the trainer, so its trap has run by now.
 	[ "$status" -eq 143 ]
 	[ -e "$FAKE_STATE/train-terminated" ]
 	grep -q "received SIGTERM" "$FAKE_STATE/background.out"
+	[ ! -e "$FAKE_STATE/next-command-ran" ]
+}
+
+@test "SIGTERM lets a multi-line training command finish its save and exits with its status" {
+	md_set autoheal-train-cmd 'echo "training starts"
+fake-train --save-on-term 2 42 --block
+touch "$FAKE_STATE/next-command-ran"'
+	start_background
+
+	kill -TERM "$BG_PID"
+	status=0
+	wait "$BG_PID" || status=$?
+	BG_PID=""
+
+	[ -e "$FAKE_STATE/saved" ]
+	[ "$status" -eq 42 ]
+	[ ! -e "$FAKE_STATE/next-command-ran" ]
+	grep -q "the running command exited with status 42 after SIGTERM" "$FAKE_STATE/background.out"
+}
+
+@test "SIGTERM waits for the whole process group, not only the command's shell" {
+	# The shell waits in the background: SIGTERM ends its wait at once, while
+	# the trainer still saves.
+	md_set autoheal-train-cmd 'fake-train --save-on-term 2 0 --block &
+wait'
+	start_background
+
+	kill -TERM "$BG_PID"
+	status=0
+	wait "$BG_PID" || status=$?
+	BG_PID=""
+
+	[ -e "$FAKE_STATE/saved" ]
+	[ "$status" -eq 143 ]
+}
+
+@test "SIGTERM kills what is left of the group after the grace" {
+	md_set autoheal-stop-grace-seconds 1
+	md_set autoheal-train-cmd 'trap "" TERM; fake-train --save-on-term 30 0 --block'
+	start_background
+
+	kill -TERM "$BG_PID"
+	status=0
+	wait "$BG_PID" || status=$?
+	BG_PID=""
+
+	[ "$status" -eq 137 ]
+	[ ! -e "$FAKE_STATE/saved" ]
+	grep -q "still running after 1s; killing them" "$FAKE_STATE/background.out"
+	run pgrep -f "fake-train --save-on-term 30"
+	[ "$status" -eq 1 ]
+}
+
+@test "reports every start of the training in the guest attribute autoheal/resumed and the log" {
+	checkpoint gs://ckpt-bucket/llm/1000/commit_success.txt
+	touch -d 2026-11-30T04:05:06Z "$FAKE_GCS_ROOT/ckpt-bucket/llm/1000/commit_success.txt"
+	md_set autoheal-checkpoint-marker commit_success.txt
+	exit_codes 1 0
+
+	run_script
+
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'INFO: resumed: {"time":"[^"]*","checkpoint":"gs://ckpt-bucket/llm/1000","checkpointTime":"2026-11-30T04:05:06Z","attempt":[12],"worker":3}$' <<<"$output")" -eq 2 ]
+	local times='"time":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"'
+	run grep "^PUT /computeMetadata/v1/instance/guest-attributes/autoheal/resumed " "$MD_ROOT/_puts.log"
+	[ "${#lines[@]}" -eq 2 ]
+	[[ ${lines[0]} =~ \ \{${times},\"checkpoint\":\"gs://ckpt-bucket/llm/1000\",\"checkpointTime\":\"2026-11-30T04:05:06Z\",\"attempt\":1,\"worker\":3\}$ ]]
+	[[ ${lines[1]} =~ \ \{${times},\"checkpoint\":\"gs://ckpt-bucket/llm/1000\",\"checkpointTime\":\"2026-11-30T04:05:06Z\",\"attempt\":2,\"worker\":3\}$ ]]
+	[[ $(guest resumed) == *'"attempt":2,"worker":3}' ]]
+}
+
+@test "a fresh start reports an empty checkpoint and time" {
+	run_script
+
+	[ "$status" -eq 0 ]
+	[[ $output == *'INFO: resumed: {"time":"'*'","checkpoint":"","checkpointTime":"","attempt":1,"worker":3}'* ]]
+	[[ $(guest resumed) == '{"time":"'*'","checkpoint":"","checkpointTime":"","attempt":1,"worker":3}' ]]
+}
+
+@test "a checkpoint without a marker is timed by its newest object" {
+	checkpoint gs://ckpt-bucket/llm/step_7/params/a gs://ckpt-bucket/llm/step_7/params/b
+	touch -d 2026-11-29T01:00:00Z "$FAKE_GCS_ROOT/ckpt-bucket/llm/step_7/params/a"
+	touch -d 2026-11-29T02:00:00Z "$FAKE_GCS_ROOT/ckpt-bucket/llm/step_7/params/b"
+
+	run_script
+
+	[ "$status" -eq 0 ]
+	[[ $(guest resumed) == *'"checkpoint":"gs://ckpt-bucket/llm/step_7","checkpointTime":"2026-11-29T02:00:00Z",'* ]]
+}
+
+@test "training goes on when guest attributes cannot be written" {
+	touch "$MD_ROOT/_guest_attributes_disabled"
+
+	run_script
+
+	[ "$status" -eq 0 ]
+	[[ $output == *"cannot write guest attribute autoheal/resumed (HTTP 403: Guest attributes endpoint access is disabled."* ]]
+	[ "$(train_runs | wc -l)" -eq 1 ]
 }
 
 @test "fails with a clear message when the training command is not set" {
