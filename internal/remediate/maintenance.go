@@ -274,6 +274,19 @@ func record2(d MaintenanceDecision, step string, claimed func(string) bool) Main
 	return d
 }
 
+// sameNotice reports whether the notice a guest reported is this one: the
+// same window start, compared as times, since a guest that saw the
+// platform's own notice first echoes its formatting of the same instant
+// (2026-11-27T02:00:00.000Z for 2026-11-27T02:00:00Z).
+func sameNotice(reported, notice string) bool {
+	if reported == notice {
+		return true
+	}
+	a, err1 := time.Parse(time.RFC3339Nano, reported)
+	b, err2 := time.Parse(time.RFC3339Nano, notice)
+	return err1 == nil && err2 == nil && a.Equal(b)
+}
+
 // missingWorkers lists the workers 0..n-1 whose autoheal/checkpoint does not
 // report notice.
 func missingWorkers(attrs []GuestAttribute, notice string, n int) []string {
@@ -283,7 +296,7 @@ func missingWorkers(attrs []GuestAttribute, notice string, n int) []string {
 			continue
 		}
 		var rep CheckpointReport
-		if json.Unmarshal([]byte(a.Value), &rep) == nil && rep.Notice == notice {
+		if json.Unmarshal([]byte(a.Value), &rep) == nil && sameNotice(rep.Notice, notice) {
 			done[a.Worker] = true
 		}
 	}

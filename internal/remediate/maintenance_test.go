@@ -254,3 +254,21 @@ func TestDecideMaintenanceRows(t *testing.T) {
 		})
 	}
 }
+
+func TestSameNoticeComparesWindowStartsAsTimes(t *testing.T) {
+	for _, tt := range []struct {
+		reported, notice string
+		want             bool
+	}{
+		{"2026-11-27T02:00:00Z", "2026-11-27T02:00:00Z", true},
+		{"2026-11-27T02:00:00.000Z", "2026-11-27T02:00:00Z", true},
+		{"2026-11-27T03:00:00+01:00", "2026-11-27T02:00:00Z", true},
+		{"2026-11-27T02:00:01Z", "2026-11-27T02:00:00Z", false},
+		{"not a time", "2026-11-27T02:00:00Z", false},
+		{"", "2026-11-27T02:00:00Z", false},
+	} {
+		if got := sameNotice(tt.reported, tt.notice); got != tt.want {
+			t.Errorf("sameNotice(%q, %q) = %v, want %v", tt.reported, tt.notice, got, tt.want)
+		}
+	}
+}
