@@ -16,7 +16,31 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/record"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
+
+// words are the record vocabulary (remediate's enumerated words).
+type words struct {
+	Actions        []string `json:"actions"`
+	Phases         []string `json:"phases"`
+	Outcomes       []string `json:"outcomes"`
+	ReasonPrefixes []string `json:"reason_prefixes"`
+}
+
+func recordWords() words {
+	var w words
+	for _, a := range remediate.Actions {
+		w.Actions = append(w.Actions, string(a))
+	}
+	for _, p := range remediate.Phases {
+		w.Phases = append(w.Phases, string(p))
+	}
+	for _, o := range remediate.Outcomes {
+		w.Outcomes = append(w.Outcomes, string(o))
+	}
+	w.ReasonPrefixes = remediate.ReasonPrefixes
+	return w
+}
 
 var update = flag.Bool("update", false, "rewrite go-contract.json from the Go code")
 
@@ -42,6 +66,7 @@ func goContract(t *testing.T) []byte {
 		EventsExpireField string            `json:"events_expire_field"`
 		RecordLogName     string            `json:"record_log_name"`
 		RecordAppLabel    string            `json:"record_app_label"`
+		Words             words             `json:"words"`
 	}{
 		SinkFilter:        events.SinkFilter,
 		SweepMessage:      events.SweepMessage,
@@ -55,6 +80,7 @@ func goContract(t *testing.T) []byte {
 		EventsExpireField: ledger.EventExpireField,
 		RecordLogName:     record.LogName,
 		RecordAppLabel:    record.AppLabelValue,
+		Words:             recordWords(),
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

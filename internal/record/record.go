@@ -59,6 +59,8 @@ import (
 //	chips            its chip count
 //	outcome          recovered|closed|abandoned|failed|prepared|maintained|resumed
 //	                 on the record that ended a recovery, an attempt or a maintenance step
+//	timeToRecoverSeconds  on the record of a recovery that ended recovered:
+//	                 from the recovery's start to the node READY again
 //	recordError      (stdout only) why Cloud Logging refused the record
 const (
 	LabelApp    = "app"
@@ -149,6 +151,7 @@ type payload struct {
 	AcceleratorType string          `json:"acceleratorType,omitempty"`
 	Chips           int             `json:"chips,omitempty"`
 	Outcome         string          `json:"outcome,omitempty"`
+	TimeToRecover   float64         `json:"timeToRecoverSeconds,omitempty"`
 }
 
 // Payload returns the record's jsonPayload fields as a JSON object.
@@ -172,6 +175,7 @@ func Payload(r remediate.Record) (map[string]any, error) {
 		AcceleratorType: r.AcceleratorType,
 		Chips:           r.Chips,
 		Outcome:         string(r.Outcome),
+		TimeToRecover:   r.TimeToRecover.Seconds(),
 	}
 	if !r.EventTime.IsZero() {
 		p.EventTime = r.EventTime.UTC().Format(time.RFC3339Nano)

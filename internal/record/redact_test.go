@@ -94,11 +94,11 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // TestPayloadCarriesNodeSizeAndOutcome: the report and the metrics read
 // acceleratorType, chips and outcome from every record that has them.
 func TestPayloadCarriesNodeSizeAndOutcome(t *testing.T) {
-	p, err := record.Payload(remediate.Record{Action: remediate.ActionRecreate, AcceleratorType: "v4-128", Chips: 64, Outcome: remediate.OutcomeRecovered})
+	p, err := record.Payload(remediate.Record{Action: remediate.ActionRecreate, AcceleratorType: "v4-128", Chips: 64, Outcome: remediate.OutcomeRecovered, TimeToRecover: 270 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p["acceleratorType"] != "v4-128" || p["chips"] != float64(64) || p["outcome"] != "recovered" {
+	if p["acceleratorType"] != "v4-128" || p["chips"] != float64(64) || p["outcome"] != "recovered" || p["timeToRecoverSeconds"] != float64(270) {
 		t.Errorf("payload = %v, want acceleratorType v4-128, chips 64, outcome recovered", p)
 	}
 }

@@ -620,3 +620,18 @@ func TestCancelledHandlingIsRetriedNotRecordedAsPermanent(t *testing.T) {
 		t.Errorf("History = EventSeen %t, %v; want the event not marked processed", h.EventSeen, herr)
 	}
 }
+
+// TestRecoveredRecordSaysHowLongItTook: the record that ends a recovery
+// recovered carries the time from the recovery's start to READY (the
+// dashboard's time-to-recover), on the virtual clock.
+func TestRecoveredRecordSaysHowLongItTook(t *testing.T) {
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	started := e.clock.Now()
+	rec, err := e.handleSettled(t, terminate("e1"))
+	if err != nil || rec.Outcome != remediate.OutcomeRecovered {
+		t.Fatalf("handled = %s %s, %v; want recovered", rec.Action, rec.Outcome, err)
+	}
+	if want := e.clock.Now().Sub(started); rec.TimeToRecover <= 0 || rec.TimeToRecover > want {
+		t.Errorf("TimeToRecover = %v, want between 0 and %v (the virtual time the recovery took)", rec.TimeToRecover, want)
+	}
+}

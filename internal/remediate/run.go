@@ -54,6 +54,9 @@ func (h *Handler) describeEnd(rec Recovery, failuresBefore int, r *Record) {
 	switch rec.Phase {
 	case PhaseRecovered:
 		r.Outcome = OutcomeRecovered
+		if !rec.StartedAt.IsZero() {
+			r.TimeToRecover = h.now().Sub(rec.StartedAt)
+		}
 	case PhaseClosed:
 		r.Outcome = OutcomeClosed
 		r.Action, r.Reason = ActionRecord, rec.LastError

@@ -411,6 +411,10 @@ type Record struct {
 	// attempt of one, or a maintenance step (see the Outcome constants); the
 	// log-based metrics and `autoheal report` count these words.
 	Outcome Outcome
+	// TimeToRecover is, on the record of a recovery that ended recovered,
+	// the time from the recovery's start (the first event acted on) to the
+	// node READY again: the dashboard's time-to-recover distribution.
+	TimeToRecover time.Duration
 }
 
 // Outcome is how a recovery (or an attempt of it) ended, as records say it.
