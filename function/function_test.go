@@ -413,16 +413,16 @@ func TestOversizedBodyIsAcknowledgedUnread(t *testing.T) {
 	}
 }
 
-// TestTransientFailureAnswers503: only a failure a retry can fix makes the
+// TestTransientFailureAnswers500: only a failure a retry can fix makes the
 // HTTP answer a non-2xx, so Pub/Sub redelivers it and nothing else.
-func TestTransientFailureAnswers503(t *testing.T) {
+func TestTransientFailureAnswers500(t *testing.T) {
 	h := newHarness(t, eventTime.Add(time.Minute), nil)
 	h.tpu.Fail(tpufake.FailRule{RPC: "nodes.get", Code: 503, Status: "UNAVAILABLE"})
 	srv := httptest.NewServer(h.fn)
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(pushBody(readTestdata(t, "terminate-maintenance.json"))))
-	if code := post(t, req); code != http.StatusServiceUnavailable {
-		t.Fatalf("status %d, want 503", code)
+	if code := post(t, req); code != http.StatusInternalServerError {
+		t.Fatalf("status %d, want 500", code)
 	}
 }
 

@@ -174,26 +174,8 @@ func latest(ts ...time.Time) time.Time {
 // cloneRecovery returns a deep copy of r, so that neither the caller nor the
 // store can change the other's spec.
 func cloneRecovery(r remediate.Recovery) remediate.Recovery {
-	r.Spec = cloneNode(r.Spec)
+	r.Spec = remediate.CloneNode(r.Spec)
 	return r
-}
-
-// cloneNode deep-copies a node through its JSON form, the same form the
-// Firestore store saves, so Memory loses exactly what Firestore loses
-// (nothing the API returns).
-func cloneNode(n *tpu.Node) *tpu.Node {
-	if n == nil {
-		return nil
-	}
-	b, err := json.Marshal(n)
-	if err != nil {
-		panic(fmt.Sprintf("ledger: marshal node %s: %v", n.Name, err)) // a tpu.Node always marshals
-	}
-	out, err := decodeNode(string(b))
-	if err != nil {
-		panic(fmt.Sprintf("ledger: unmarshal node %s: %v", n.Name, err))
-	}
-	return out
 }
 
 func encodeNode(n *tpu.Node) (string, error) {

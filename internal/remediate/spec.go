@@ -24,7 +24,7 @@ const StartupScriptKey = "startup-script"
 // saved spec routes the create to the same API even after a crash between
 // delete and create. The v2 API ignores output-only fields on create.
 func CleanSpec(n *tpu.Node) *tpu.Node {
-	c := cloneNode(n)
+	c := CloneNode(n)
 	if c == nil {
 		return nil
 	}
@@ -57,7 +57,7 @@ const (
 // warnings say when the node's own script is replaced or the node will come
 // back with nothing to resume training; they go in the record.
 func createSpec(saved *tpu.Node, generation int, cfg Config) (*tpu.Node, []string) {
-	n := cloneNode(saved)
+	n := CloneNode(saved)
 	n.Name = ""
 	n.Labels = maps.Clone(n.Labels)
 	if n.Labels == nil {
@@ -137,9 +137,10 @@ func MissingKeys(metadata map[string]string, need []string) []string {
 	return missing
 }
 
-// cloneNode deep-copies a node through its JSON form (the form the ledger
-// saves it in).
-func cloneNode(n *tpu.Node) *tpu.Node {
+// CloneNode deep-copies a node through its JSON form, the form the ledger
+// saves it in (so the in-memory ledger loses exactly what Firestore loses:
+// nothing the API returns). The one copy the ledger and remediate share.
+func CloneNode(n *tpu.Node) *tpu.Node {
 	if n == nil {
 		return nil
 	}
