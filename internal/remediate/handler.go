@@ -164,6 +164,7 @@ type processOpts struct {
 	quiet    bool   // sweep: do not record a plain "record" decision
 	markID   string // sweep: synthetic id of a maintenance event seen in healthDescription (already marked)
 	markTime time.Time
+	hist     *History // sweep: the node's history from the page's batched read; nil = read it now
 }
 
 // process decides once about an observed node, performs the decision's
@@ -176,7 +177,13 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 	if ev.Method != "" {
 		eventID = EventKey(ev)
 	}
-	hist, err := h.Store.History(ctx, name, ev.Node.Project, eventID, now, cfg.Window)
+	var hist History
+	var err error
+	if o.hist != nil && eventID == "" {
+		hist = *o.hist
+	} else {
+		hist, err = h.Store.History(ctx, name, ev.Node.Project, eventID, now, cfg.Window)
+	}
 	if err != nil {
 		r.Action, r.Reason = ActionSkip, "ledger unavailable: not decided"
 		return h.finish(ctx, ev, r, &ActError{Step: "history", Node: name, Transient: true, Err: err}, "")

@@ -186,7 +186,7 @@ func (h *Handler) continueDue(ctx context.Context, take func(node string) bool, 
 			due = append(due, rec)
 		}
 	}
-	h.parallel(ctx, len(due), func(i int) { add(h.sweepNode(ctx, due[i].Node, nil, due[i].Cause, false)) })
+	h.parallel(ctx, len(due), func(i int) { add(h.sweepNode(ctx, due[i].Node, nil, due[i].Cause, false, nil)) })
 	return len(due), nil
 }
 

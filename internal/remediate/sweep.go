@@ -87,7 +87,7 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 			dueDefs = append(dueDefs, d)
 		}
 	}
-	h.parallel(ctx, len(dueDefs), func(i int) { add(h.sweepNode(ctx, dueDefs[i].Node, nil, "", false)) })
+	h.parallel(ctx, len(dueDefs), func(i int) { add(h.sweepNode(ctx, dueDefs[i].Node, nil, "", false, nil)) })
 
 	// (2) Every opted-in node, from the cursor, a page at a time.
 	return res, h.sweepListed(ctx, opts, over, claim, add, &res)
@@ -149,7 +149,14 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 					page = append(page, n)
 				}
 				res.Nodes += len(page)
-				h.parallel(ctx, len(page), func(i int) { add(h.sweepNode(ctx, page[i].Name, page[i], "", true)) })
+				hists := h.pageHistories(ctx, project, page)
+				h.parallel(ctx, len(page), func(i int) {
+					var hist *History
+					if hh, ok := hists[page[i].Name]; ok {
+						hist = &hh
+					}
+					add(h.sweepNode(ctx, page[i].Name, page[i], "", true, hist))
+				})
 				if next == "" {
 					break
 				}
@@ -160,6 +167,41 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 	}
 	res.Complete = true
 	return h.saveCursor(ctx, "")
+}
+
+// historiesReader is the batched read a ledger may offer (Firestore: one
+// get of one summary document per node per call, not four reads per node).
+// The sweep uses it for each listed page when the Store has it.
+type historiesReader interface {
+	Histories(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration) (map[string]History, error)
+}
+
+// pageHistories reads the ledger once for a listed page of one project's
+// nodes, when the Store offers the batched read. Only the nodes whose
+// listing alone is enough to decide (healthy, stopped on purpose) use it:
+// any other node is read again, and so is its history, just before
+// deciding. nil (every node reads its own history) when the Store has no
+// batched read or it failed: a slower sweep, not a skipped one.
+func (h *Handler) pageHistories(ctx context.Context, project string, page []*tpu.Node) map[string]History {
+	hr, ok := h.Store.(historiesReader)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, n := range page {
+		if healthy(n) || onPurpose(n.State) {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	hists, err := hr.Histories(ctx, names, project, h.now(), h.Config.Window)
+	if err != nil {
+		h.log().Warn("sweep: batched ledger read failed; reading node by node", "project", project, "nodes", len(names), "error", err.Error())
+		return nil
+	}
+	return hists
 }
 
 func (h *Handler) saveCursor(ctx context.Context, c string) error {
@@ -196,8 +238,10 @@ func indexOf(xs []string, x string) int {
 }
 
 // sweepNode decides about one node without an event: listed (node given) or
-// from the ledger (node read now). It reports whether a record was written.
-func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, cause events.Cause, quiet bool) (Record, bool) {
+// from the ledger (node read now). hist, when not nil, is the node's history
+// from the page's batched read, used only when the listing is enough to
+// decide. It reports whether a record was written.
+func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, cause events.Cause, quiet bool, hist *History) (Record, bool) {
 	_, project, zone, nodeID, err := parseNodeName(name)
 	if err != nil {
 		r := Record{Time: h.now(), Node: name, Action: ActionReject, Reason: err.Error(), DryRun: h.Config.DryRun}
@@ -207,10 +251,12 @@ func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, 
 	ev := events.Event{Node: events.NodeRef{Project: project, Zone: zone, Node: nodeID}, Cause: cause}
 	r := h.newRecord(ev)
 	var obs Observed
+	var o processOpts
 	if listed != nil && (healthy(listed) || onPurpose(listed.State)) {
 		// Only a harmless decision (record) is made from the listing: it
 		// may be minutes old by now. Anything else reads the node again.
 		obs.Node = listed
+		o.hist = hist
 		if listed.QueuedResource != "" {
 			qr, err := timedGet(h, ctx, &r, EffectGetQR, listed.QueuedResource, h.TPU.GetQueuedResource)
 			if err != nil {
@@ -230,7 +276,6 @@ func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, 
 		ev.Cause = causeOf(obs.Node)
 		r.Cause = ev.Cause
 	}
-	var o processOpts
 	o.quiet = quiet
 	if obs.Node != nil {
 		if m := maintenanceRE.FindStringSubmatch(obs.Node.HealthDescription); m != nil {
