@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
@@ -112,6 +113,23 @@ func EventKey(ev events.Event) string {
 		return ""
 	}
 	return ev.InsertID + "|" + ev.Time.UTC().Format(time.RFC3339Nano) + "|" + ev.LogName
+}
+
+// EventKeyTime is the entry timestamp in an EventKey (false when key is not
+// one): replay, deciding in time order, forgets the marks of entries older
+// than any entry still to come, since a duplicate has the original's
+// timestamp.
+func EventKeyTime(key string) (time.Time, bool) {
+	j := strings.LastIndexByte(key, '|')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	i := strings.LastIndexByte(key[:j], '|')
+	if i < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, key[i+1:j])
+	return t, err == nil
 }
 
 // Handle handles one event: observes the node (GetNode, and GetQueuedResource
