@@ -16,13 +16,13 @@ import (
 type Memory struct {
 	clock func() time.Time
 
-	mu        sync.Mutex
-	events    map[string]time.Time // event id → expiry
+	mu     sync.Mutex
+	events map[string]time.Time // event id → expiry
 	// purgeAt is the size of events at which MarkEvent next drops the
 	// expired marks: twice the size left by the last purge, so the scan
 	// costs O(1) amortized per mark and the map holds at most twice the
 	// live marks.
-	purgeAt int
+	purgeAt   int
 	nodes     map[string]*nodeLedger
 	deferrals map[string]remediate.Deferral
 	holds     map[string]remediate.Hold
