@@ -238,8 +238,8 @@ variable "max_recreates" {
 
 variable "max_in_flight" {
   type        = number
-  description = "Most unfinished recoveries per project at once (AUTOHEAL_MAX_IN_FLIGHT)."
-  default     = 4
+  description = "Most unfinished recoveries per project at once (AUTOHEAL_MAX_IN_FLIGHT): a safety rail above the storm breaker's 48 per zone, so a wave of 32 pods is recreated at once."
+  default     = 64
 
   validation {
     condition     = var.max_in_flight >= 1 && floor(var.max_in_flight) == var.max_in_flight

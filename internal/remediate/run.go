@@ -22,7 +22,7 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs Observation, r *Rec
 		next, eff := Advance(rec, obs, res, h.now(), h.Config)
 		if i == maxStepsPerCall && eff.Kind != EffectNone {
 			next, eff = rec, Effect{}
-			next.NextLookAt = h.now().Add(LookAgain)
+			next.NextLookAt = h.now().Add(lookAgain(h.Config))
 		}
 		if ctx.Err() != nil && eff.Kind != EffectNone {
 			// The caller gave up (deadline, shutdown): not a verdict on the
