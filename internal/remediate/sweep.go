@@ -105,7 +105,7 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 		return res, err
 	}
 	// (3) Follow the unfinished recoveries until opts.Follow.
-	if opts.Follow > 0 {
+	if opts.Follow > 0 && h.Now == nil {
 		if err := h.follow(ctx, start.Add(opts.Follow), over, add); err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
@@ -118,10 +118,11 @@ const followTick = time.Second
 
 // follow continues unfinished recoveries as their next looks come due,
 // until none is unfinished or the next look is after until. It sleeps on
-// the wall clock between looks (the function's sweep; tests with a virtual
-// clock leave Follow 0 and use Drain).
+// the wall clock between looks, so only a handler on the wall clock (Now
+// nil: the function) follows; one on a virtual clock (replay, tests)
+// finishes its recoveries with Drain.
 func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool, add func(Record, bool)) error {
-	for !over() {
+	for !over() && h.now().Before(until) {
 		recs, err := h.Store.Unfinished(ctx)
 		if err != nil {
 			return fmt.Errorf("follow: list unfinished recoveries: %w", err)
