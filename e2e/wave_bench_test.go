@@ -67,7 +67,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 }
 
 func wave(b *testing.B, bin string, n int, phase time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var f tpufake.Fleet
 	names := make([]string, n)
@@ -170,7 +170,9 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 			break
 		}
 		if ctx.Err() != nil {
-			b.Fatalf("%d pods: %d READY after %v", n, ready, time.Since(t0))
+			all := out.all()
+			b.Fatalf("%d pods: %d READY after %v; deletes %d, creates %d; last lines of serve:\n%s", n, ready, time.Since(t0),
+				srv.Count("nodes.delete", ""), srv.Count("nodes.create", ""), strings.Join(all[max(0, len(all)-15):], "\n"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

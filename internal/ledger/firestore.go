@@ -431,7 +431,7 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 	for round := 0; round < casRounds; round++ {
 		var snaps []*firestore.DocumentSnapshot
 		// rest: firestore.projects.databases.documents.batchGet
-		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef, projRef}); err != nil {
+		if snaps, err = f.client.GetAll(ctx, refs); err != nil {
 			return remediate.Recovery{}, fmt.Errorf("claim %s: %w", req.Node, err)
 		}
 		cur, err := fromSnapshot(snaps[0])
