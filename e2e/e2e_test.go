@@ -206,7 +206,7 @@ func records(out []string) []record {
 	return rs
 }
 
-func startEmulators(t *testing.T) {
+func startEmulators(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	for _, start := range []func(context.Context) (string, func(), error){emulator.StartPubSub, emulator.StartFirestore} {
@@ -222,7 +222,7 @@ func startEmulators(t *testing.T) {
 }
 
 // buildCLI builds cmd/autoheal into a temporary directory.
-func buildCLI(t *testing.T) string {
+func buildCLI(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "autoheal")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/autoheal")
@@ -235,7 +235,7 @@ func buildCLI(t *testing.T) string {
 
 // serve starts `autoheal serve` in its own process group and stops the whole
 // group when the test ends.
-func serve(t *testing.T, bin string, env []string) (addr string, stdout *lines) {
+func serve(t testing.TB, bin string, env []string) (addr string, stdout *lines) {
 	t.Helper()
 	port := emulator.FreePort(t)
 	cmd := exec.Command(bin, "serve", "--port", port, "--drain", "5s")

@@ -43,7 +43,10 @@ type Config struct {
 	Cooldown       time.Duration `split_words:"true" default:"30m"`
 	Window         time.Duration `split_words:"true" default:"24h"`
 	MaxRecreates   int           `split_words:"true" default:"3"`
-	MaxInFlight    int           `split_words:"true" default:"4"`
+	// MaxInFlight is a safety rail, not the storm guard (the breaker is):
+	// 64, above the breaker's 48 per zone, so that a wave of 32 pods
+	// breaking at once is recreated at once (4 made it eight rounds).
+	MaxInFlight int `split_words:"true" default:"64"`
 	// MaxAttempts abandons a recovery (phase abandoned, an ERROR record with
 	// the saved spec) after this many attempts failing with an error other
 	// than a stockout or quota.
@@ -52,6 +55,13 @@ type Config struct {
 	EventTTL    time.Duration `split_words:"true" default:"168h"`
 	// SweepBudget bounds one sweep's running time; the next sweep resumes.
 	SweepBudget time.Duration `split_words:"true" default:"4m"`
+	// SweepFollow: after its listing, a sweep stays this long after its
+	// start while recoveries are unfinished, taking each one's next step
+	// when it is due (under the one-minute schedule, so the next sweep
+	// takes over); 0 = return after the listing.
+	SweepFollow time.Duration `split_words:"true" default:"50s"`
+	// LookAgain is how soon an operation in progress is looked at again.
+	LookAgain time.Duration `split_words:"true" default:"5s"`
 
 	// Breaker is the storm breaker, LIMIT/WINDOW: at most LIMIT recreates
 	// and resets start in one zone within WINDOW.

@@ -64,11 +64,13 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Cooldown:          30 * time.Minute,
 		Window:            24 * time.Hour,
 		MaxRecreates:      3,
-		MaxInFlight:       4,
+		MaxInFlight:       64,
 		MaxAttempts:       5,
 		Lease:             15 * time.Minute,
 		EventTTL:          168 * time.Hour,
 		SweepBudget:       4 * time.Minute,
+		SweepFollow:       50 * time.Second,
+		LookAgain:         5 * time.Second,
 		Breaker:           "48/1h",
 		HoldTTL:           168 * time.Hour,
 		Maintenance:       "prepare",
@@ -85,7 +87,11 @@ func TestRemediateConfigDefaultsMatchRemediateDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(remediate.DefaultConfig(), cfg.RemediateConfig()); diff != "" {
+	want := remediate.DefaultConfig()
+	// The function looks at operations every 5 s (its sweeps follow their
+	// recoveries); remediate's own default is the LookAgain constant.
+	want.LookAgain = 5 * time.Second
+	if diff := cmp.Diff(want, cfg.RemediateConfig()); diff != "" {
 		t.Errorf("RemediateConfig of the default config (-remediate.DefaultConfig +got):\n%s", diff)
 	}
 }
@@ -98,6 +104,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_RECORD_TO": "stdout", "AUTOHEAL_MAX_EVENT_AGE": "1h", "AUTOHEAL_UNHEALTHY_GRACE": "1m",
 		"AUTOHEAL_STUCK_GRACE": "2m", "AUTOHEAL_COOLDOWN": "3m", "AUTOHEAL_WINDOW": "4h", "AUTOHEAL_MAX_RECREATES": "5",
 		"AUTOHEAL_MAX_IN_FLIGHT": "6", "AUTOHEAL_MAX_ATTEMPTS": "10", "AUTOHEAL_LEASE": "7m", "AUTOHEAL_EVENT_TTL": "8h", "AUTOHEAL_SWEEP_BUDGET": "9m",
+		"AUTOHEAL_SWEEP_FOLLOW": "30s", "AUTOHEAL_LOOK_AGAIN": "2s",
 		"AUTOHEAL_BREAKER": "12/30m", "AUTOHEAL_HOLD_TTL": "24h", "AUTOHEAL_MAINTENANCE": "early",
 		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h",
 	}
@@ -111,6 +118,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		TPUEndpoint: "http://127.0.0.1:9/", RecordTo: "stdout", MaxEventAge: time.Hour, UnhealthyGrace: time.Minute,
 		StuckGrace: 2 * time.Minute, Cooldown: 3 * time.Minute, Window: 4 * time.Hour, MaxRecreates: 5, MaxInFlight: 6,
 		MaxAttempts: 10, Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
+		SweepFollow: 30 * time.Second, LookAgain: 2 * time.Second,
 		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, ResumeWatch: time.Hour,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -244,7 +252,8 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 		"AUTOHEAL_STARTUP_SCRIPT", "AUTOHEAL_FIRESTORE_DATABASE", "AUTOHEAL_TPU_ENDPOINT", "AUTOHEAL_RECORD_TO",
 		"AUTOHEAL_MAX_EVENT_AGE", "AUTOHEAL_UNHEALTHY_GRACE", "AUTOHEAL_STUCK_GRACE", "AUTOHEAL_COOLDOWN",
 		"AUTOHEAL_WINDOW", "AUTOHEAL_MAX_RECREATES", "AUTOHEAL_MAX_IN_FLIGHT", "AUTOHEAL_MAX_ATTEMPTS",
-		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
+		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_SWEEP_FOLLOW", "AUTOHEAL_LOOK_AGAIN",
+		"AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
 		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_RESUME_WATCH",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -300,6 +300,7 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 	if events.IsSweep(payload) {
 		res, err := f.handler.Sweep(ctx, remediate.SweepOptions{
 			Projects: f.cfg.Projects, Zones: f.cfg.Zones, Budget: f.cfg.SweepBudget,
+			Follow: f.cfg.SweepFollow,
 		})
 		if err != nil {
 			// A sweep is idempotent: redelivery runs it again.

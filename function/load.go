@@ -114,12 +114,15 @@ func (c Config) Validate() error {
 	}{
 		{"MAX_EVENT_AGE", c.MaxEventAge}, {"UNHEALTHY_GRACE", c.UnhealthyGrace},
 		{"STUCK_GRACE", c.StuckGrace}, {"COOLDOWN", c.Cooldown}, {"WINDOW", c.Window},
-		{"LEASE", c.Lease}, {"EVENT_TTL", c.EventTTL}, {"SWEEP_BUDGET", c.SweepBudget},
+		{"LEASE", c.Lease}, {"EVENT_TTL", c.EventTTL}, {"SWEEP_BUDGET", c.SweepBudget}, {"LOOK_AGAIN", c.LookAgain},
 		{"HOLD_TTL", c.HoldTTL}, {"CHECKPOINT_TIMEOUT", c.CheckpointTimeout}, {"RESUME_WATCH", c.ResumeWatch},
 	} {
 		if d.v <= 0 {
 			bad(d.name, d.v.String(), "want a positive duration")
 		}
+	}
+	if c.SweepFollow < 0 {
+		bad("SWEEP_FOLLOW", c.SweepFollow.String(), "want a duration of 0 or more")
 	}
 	for _, n := range []struct {
 		name string
@@ -161,6 +164,7 @@ func (c Config) RemediateConfig() remediate.Config {
 		MaxAttempts:    c.MaxAttempts,
 		Lease:          c.Lease,
 		EventTTL:       c.EventTTL,
+		LookAgain:      c.LookAgain,
 
 		BreakerLimit:      limit,
 		BreakerWindow:     window,

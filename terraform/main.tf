@@ -393,6 +393,8 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_SWEEP_BUDGET       = var.sweep_budget
       AUTOHEAL_BREAKER            = var.breaker
       AUTOHEAL_HOLD_TTL           = var.hold_ttl
+      AUTOHEAL_LOOK_AGAIN         = var.look_again
+      AUTOHEAL_SWEEP_FOLLOW       = var.sweep_follow
       AUTOHEAL_MAINTENANCE        = var.maintenance
       AUTOHEAL_CHECKPOINT_TIMEOUT = var.checkpoint_timeout
       AUTOHEAL_RESUME_WATCH       = var.resume_watch

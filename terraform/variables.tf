@@ -238,8 +238,8 @@ variable "max_recreates" {
 
 variable "max_in_flight" {
   type        = number
-  description = "Most unfinished recoveries per project at once (AUTOHEAL_MAX_IN_FLIGHT)."
-  default     = 4
+  description = "Most unfinished recoveries per project at once (AUTOHEAL_MAX_IN_FLIGHT): a safety rail above the storm breaker's 48 per zone, so a wave of 32 pods is recreated at once."
+  default     = 64
 
   validation {
     condition     = var.max_in_flight >= 1 && floor(var.max_in_flight) == var.max_in_flight
@@ -531,5 +531,27 @@ variable "resume_watch" {
   validation {
     condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.resume_watch))
     error_message = "resume_watch must be a Go duration such as 2h."
+  }
+}
+
+variable "look_again" {
+  type        = string
+  description = "How long after starting a TPU operation a recovery looks at it again (AUTOHEAL_LOOK_AGAIN), a Go duration. Each look is one operation poll and one ledger write, only while a recovery is in progress."
+  default     = "5s"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.look_again))
+    error_message = "look_again must be a Go duration such as 5s."
+  }
+}
+
+variable "sweep_follow" {
+  type        = string
+  description = "How long a sweep stays to take the next steps of unfinished recoveries as they fall due (AUTOHEAL_SWEEP_FOLLOW), a Go duration; a sweep with nothing unfinished returns at once. Keep it under the sweep interval and function_timeout_seconds."
+  default     = "50s"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.sweep_follow))
+    error_message = "sweep_follow must be a Go duration such as 50s."
   }
 }

@@ -190,9 +190,17 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	target.simNow = clockFn // the simulated operations take their time on the replay clock
 	// The ledger runs on the same clock as the handler, so that event marks
 	// and leases made at an entry's time are judged at entries' times.
+	store := ledger.NewMemory(ledger.WithClock(clockFn), ledger.WithHoldTTL(cfg.HoldTTL))
+	// Decided in time order (all but --order input), replay forgets the
+	// marks no later entry can repeat, so its memory does not grow with
+	// the input (replay_marks.go).
+	var marks *markWindow
+	if *order != "input" {
+		marks = &markWindow{store: store}
+	}
 	h := &remediate.Handler{
 		TPU:      tg.tpu,
-		Store:    ledger.NewMemory(ledger.WithClock(clockFn), ledger.WithHoldTTL(cfg.HoldTTL)),
+		Store:    store,
 		Recorder: rec,
 		Config:   cfg,
 		Holder:   "autoheal-replay",
@@ -204,7 +212,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 
 	p := newPrinter(*format, stdout, "entries read")
-	st, runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t })
+	st, runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t; marks.seen(t) })
 	if runErr == nil {
 		runErr = continueRecoveries(ctx, h, rclk, stderr)
 	}
@@ -448,6 +456,19 @@ func (s *fileSource) Warnings() []string {
 	return nil
 }
 
+// rewind starts every input again from its first byte (each is a file by
+// now: newOrderedSource spooled stdin).
+func (s *fileSource) rewind() error {
+	for _, in := range s.inputs {
+		if _, err := in.file.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("read %s: %w", in.name, err)
+		}
+		in.r = in.file
+	}
+	s.i, s.cur = 0, nil
+	return nil
+}
+
 func (s *fileSource) Close() error {
 	for _, in := range s.inputs {
 		if in.file != nil {
@@ -532,6 +553,8 @@ type orderedSource struct {
 	next    int
 	buf     []byte
 	order   string
+	stream  bool // the input is in time order: read on as given (fs.Next), no index kept
+	desc    bool // index: the entries were in descending time order
 }
 
 // refKey is an element's place: input number and byte offset.
@@ -572,45 +595,30 @@ func newOrderedSource(fs *fileSource, reverse bool) (*orderedSource, error) {
 		}
 		in.file, in.r, in.lines = tmp, nil, &lineCounter{name: tmp.Name()}
 	}
-	s := &orderedSource{fs: fs, rejects: map[refKey]sourced{}}
-	var last int64
-	asc, desc := true, true
-	seen := false
-	for i, in := range fs.inputs {
-		if _, err := in.file.Seek(0, io.SeekStart); err != nil {
-			return nil, fmt.Errorf("read %s: %w", in.name, err)
+	s := &orderedSource{fs: fs}
+	if !reverse {
+		// First see whether the input is already in time order (the
+		// common case: an export read oldest first). Then it is streamed
+		// again as given, and no index is kept: memory stays flat however
+		// long the input. The first entry out of order stops this pass.
+		asc, err := s.index(false)
+		if err != nil {
+			return nil, err
 		}
-		r := events.NewReader(bufio.NewReaderSize(in.file, 64<<10), fs.opts)
-		for {
-			it, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
+		if asc {
+			if err := fs.rewind(); err != nil {
+				return nil, err
 			}
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", in.name, err)
-			}
-			ref := entryRef{t: last, off: it.Offset, n: uint32(len(it.Data)), in: uint16(i)}
-			if it.Err != nil {
-				// A reject is decided at its own time when it has one,
-				// else right after the entry before it.
-				if t := events.Peek(it.Data).Time; !t.IsZero() {
-					ref.t = t.UnixNano()
-				}
-				ref.rej = true
-				rj := sourced{Item: it, name: in.name, at: in.where(it.Offset)}
-				rj.Data = nil // read back by offset like the others
-				s.rejects[refKey{ref.in, ref.off}] = rj
-			} else if t := it.Event.Time; !t.IsZero() {
-				ref.t = t.UnixNano()
-				if seen {
-					asc = asc && ref.t >= last
-					desc = desc && ref.t <= last
-				}
-				seen, last = true, ref.t
-			}
-			s.refs = append(s.refs, ref)
+			s.stream = true
+			s.order = "oldest first (the input was in time order)"
+			return s, nil
 		}
 	}
+	asc, err := s.index(true)
+	if err != nil {
+		return nil, err
+	}
+	desc := s.desc
 	switch {
 	case reverse:
 		slices.Reverse(s.refs)
@@ -631,7 +639,67 @@ func newOrderedSource(fs *fileSource, reverse bool) (*orderedSource, error) {
 	return s, nil
 }
 
+// index reads every input once. With keep it keeps each element's place
+// (s.refs, s.rejects) and says whether the entries were ascending (and, in
+// s.desc, descending); without, it only checks whether they are ascending,
+// stopping at the first entry that is not.
+func (s *orderedSource) index(keep bool) (asc bool, err error) {
+	fs := s.fs
+	s.refs, s.rejects = nil, map[refKey]sourced{}
+	var last int64
+	asc, desc := true, true
+	seen := false
+	for i, in := range fs.inputs {
+		if _, err := in.file.Seek(0, io.SeekStart); err != nil {
+			return false, fmt.Errorf("read %s: %w", in.name, err)
+		}
+		r := events.NewReader(bufio.NewReaderSize(in.file, 64<<10), fs.opts)
+		for {
+			it, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return false, fmt.Errorf("read %s: %w", in.name, err)
+			}
+			ref := entryRef{t: last, off: it.Offset, n: uint32(len(it.Data)), in: uint16(i)}
+			if it.Err != nil {
+				if !keep {
+					continue // read again in place when streamed
+				}
+				// A reject is decided at its own time when it has one,
+				// else right after the entry before it.
+				if t := events.Peek(it.Data).Time; !t.IsZero() {
+					ref.t = t.UnixNano()
+				}
+				ref.rej = true
+				rj := sourced{Item: it, name: in.name, at: in.where(it.Offset)}
+				rj.Data = nil // read back by offset like the others
+				s.rejects[refKey{ref.in, ref.off}] = rj
+			} else if t := it.Event.Time; !t.IsZero() {
+				ref.t = t.UnixNano()
+				if seen {
+					asc = asc && ref.t >= last
+					desc = desc && ref.t <= last
+				}
+				seen, last = true, ref.t
+				if !keep && !asc {
+					return false, nil
+				}
+			}
+			if keep {
+				s.refs = append(s.refs, ref)
+			}
+		}
+	}
+	s.desc = desc
+	return asc, nil
+}
+
 func (s *orderedSource) Next() (sourced, error) {
+	if s.stream {
+		return s.fs.Next()
+	}
 	if s.next >= len(s.refs) {
 		return sourced{}, io.EOF
 	}

@@ -16,8 +16,13 @@ import (
 type Memory struct {
 	clock func() time.Time
 
-	mu        sync.Mutex
-	events    map[string]time.Time // event id → expiry
+	mu     sync.Mutex
+	events map[string]time.Time // event id → expiry
+	// purgeAt is the size of events at which MarkEvent next drops the
+	// expired marks: twice the size left by the last purge, so the scan
+	// costs O(1) amortized per mark and the map holds at most twice the
+	// live marks.
+	purgeAt   int
 	nodes     map[string]*nodeLedger
 	deferrals map[string]remediate.Deferral
 	holds     map[string]remediate.Hold
@@ -119,11 +124,42 @@ func (m *Memory) MarkEvent(ctx context.Context, id string, expire time.Time) (bo
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if exp, ok := m.events[id]; ok && exp.After(m.clock()) {
+	now := m.clock()
+	if exp, ok := m.events[id]; ok && exp.After(now) {
 		return false, nil
 	}
 	m.events[id] = expire
+	if len(m.events) >= max(m.purgeAt, minPurge) {
+		m.forgetEventsLocked(func(_ string, exp time.Time) bool { return !exp.After(now) })
+	}
 	return true, nil
+}
+
+// minPurge is the number of marks below which MarkEvent never purges.
+const minPurge = 1024
+
+// ForgetEvents drops the marks for which forget says so (an expired mark
+// counts as absent anyway; replay also drops marks no later entry can
+// repeat). It returns how many marks are left.
+func (m *Memory) ForgetEvents(forget func(id string, expire time.Time) bool) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.forgetEventsLocked(forget)
+}
+
+// forgetEventsLocked is ForgetEvents with m.mu held.
+func (m *Memory) forgetEventsLocked(forget func(id string, expire time.Time) bool) int {
+	for id, exp := range m.events {
+		if forget(id, exp) {
+			delete(m.events, id)
+		}
+	}
+	if len(m.events) == 0 {
+		// A Go map never shrinks its buckets: start a fresh one.
+		m.events = map[string]time.Time{}
+	}
+	m.purgeAt = 2 * len(m.events)
+	return len(m.events)
 }
 
 // History implements remediate.Store.

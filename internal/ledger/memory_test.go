@@ -101,3 +101,30 @@ func BenchmarkMemoryRecovery(b *testing.B) {
 		})
 	}
 }
+
+func TestMemoryForgetsExpiredMarksAsItGoes(t *testing.T) {
+	now := time.Date(2026, 11, 20, 3, 0, 0, 0, time.UTC)
+	m := ledger.NewMemory(ledger.WithClock(func() time.Time { return now }))
+	ctx := context.Background()
+	// 10,000 marks, each expired a second after it was made, the clock
+	// moving a second per mark: at most the few latest are live.
+	for i := range 10000 {
+		if _, err := m.MarkEvent(ctx, fmt.Sprintf("e-%d", i), now.Add(time.Second)); err != nil {
+			t.Fatalf("MarkEvent: %v", err)
+		}
+		now = now.Add(time.Second)
+	}
+	if got := m.ForgetEvents(func(string, time.Time) bool { return false }); got > 2*1024 {
+		t.Errorf("marks held after 10,000 expired ones = %d, want at most %d (expired marks purged as it goes)", got, 2*1024)
+	}
+	// A live mark survives the purges.
+	if first, _ := m.MarkEvent(ctx, "live", now.Add(time.Hour)); !first {
+		t.Fatal("first mark of live is not first")
+	}
+	for i := range 5000 {
+		m.MarkEvent(ctx, fmt.Sprintf("f-%d", i), now)
+	}
+	if first, _ := m.MarkEvent(ctx, "live", now.Add(time.Hour)); first {
+		t.Error("live mark forgotten by a purge before it expired")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
@@ -120,6 +121,23 @@ func EventKey(ev events.Event) string {
 	return ev.InsertID + "|" + ev.Time.UTC().Format(time.RFC3339Nano) + "|" + ev.LogName
 }
 
+// EventKeyTime is the entry timestamp in an EventKey (false when key is not
+// one): replay, deciding in time order, forgets the marks of entries older
+// than any entry still to come, since a duplicate has the original's
+// timestamp.
+func EventKeyTime(key string) (time.Time, bool) {
+	j := strings.LastIndexByte(key, '|')
+	if j < 0 {
+		return time.Time{}, false
+	}
+	i := strings.LastIndexByte(key[:j], '|')
+	if i < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, key[i+1:j])
+	return t, err == nil
+}
+
 // Handle handles one event: observes the node (GetNode, and GetQueuedResource
 // when a queued resource owns it), reads the node's history, decides, acts and
 // writes exactly one Record. It returns an error only for a transient failure
@@ -170,6 +188,7 @@ type processOpts struct {
 	quiet    bool   // sweep: do not record a plain "record" decision
 	markID   string // sweep: synthetic id of a maintenance event seen in healthDescription (already marked)
 	markTime time.Time
+	hist     *History // sweep: the node's history from the page's batched read; nil = read it now
 }
 
 // process decides once about an observed node, performs the decision's
@@ -182,7 +201,13 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 	if ev.Method != "" {
 		eventID = EventKey(ev)
 	}
-	hist, err := h.Store.History(ctx, name, ev.Node.Project, eventID, now, cfg.Window)
+	var hist History
+	var err error
+	if o.hist != nil && eventID == "" {
+		hist = *o.hist
+	} else {
+		hist, err = h.Store.History(ctx, name, ev.Node.Project, eventID, now, cfg.Window)
+	}
 	if err != nil {
 		r.Action, r.Reason = ActionSkip, "ledger unavailable: not decided"
 		return h.finish(ctx, ev, r, &ActError{Step: "history", Node: name, Transient: true, Err: err}, "")

@@ -84,7 +84,7 @@ func (h *Handler) HandleZoneHint(ctx context.Context, ev events.Event) (SweepRes
 				continue
 			}
 			looked++
-			if rec, recorded := h.sweepNode(ctx, n.Name, n, "", true); recorded {
+			if rec, recorded := h.sweepNode(ctx, n.Name, n, "", true, nil); recorded {
 				res.Records = append(res.Records, rec)
 			}
 		}

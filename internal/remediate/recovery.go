@@ -66,8 +66,10 @@ type StepResult struct {
 // Timing of continuations.
 const (
 	// LookAgain is when an operation just started, or a node in progress,
-	// is looked at again. Sweeps run every minute (the Terraform module),
-	// so in production the next look is within a minute of this.
+	// is looked at again, unless Config.LookAgain says otherwise. Sweeps
+	// run every minute (the Terraform module), so without a sweep that
+	// follows its recoveries (SweepOptions.Follow) the next look is
+	// within a minute of this.
 	LookAgain = 30 * time.Second
 	// maxBackoff caps the back-off after a transient failure.
 	maxBackoff = 10 * time.Minute
@@ -191,7 +193,7 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 		case healthy(node):
 			return recovered(rec, node), Effect{}
 		}
-		return wait(rec, now, fmt.Sprintf("node is %s after the create succeeded", describe(node)), true)
+		return wait(rec, now, cfg, fmt.Sprintf("node is %s after the create succeeded", describe(node)), true)
 	}
 	return abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
 }
@@ -203,7 +205,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 	switch {
 	case res.Effect == EffectDelete && res.Err == nil:
 		rec.DeleteOp = res.Operation
-		return wait(rec, now, "", false)
+		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectDelete:
 		// Refused, lost, or NOT FOUND: whatever the answer, believe the
 		// node, read now, so a node a person deletes while we back off is
@@ -231,7 +233,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 	case rec.DeleteOp != "" && !res.Done && res.Err != nil:
 		return fail(rec, "poll-delete", res.Err, now, cfg)
 	case rec.DeleteOp != "" && !res.Done:
-		return wait(rec, now, "", false)
+		return wait(rec, now, cfg, "", false)
 	case rec.DeleteOp != "" && res.Err != nil:
 		// Finished with an error, never polled again: the delete did not
 		// happen. Back to saved: a node a person deletes meanwhile is not
@@ -257,7 +259,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		// Our delete (its answer lost, or its operation finished) is still
 		// under way: look again later, counted, so a node stuck DELETING
 		// ends abandoned rather than looked at forever.
-		return wait(rec, now, "node is still DELETING", true)
+		return wait(rec, now, cfg, "node is still DELETING", true)
 	}
 	if healthy(node) || onPurpose(node.State) {
 		return closeRec(rec, "node is "+describe(node)+" and our delete did not happen: not deleted"), Effect{}
@@ -278,7 +280,7 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 	switch {
 	case res.Effect == EffectCreate && res.Err == nil:
 		rec.CreateOp = res.Operation
-		return wait(rec, now, "", false)
+		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectCreate && IsAlreadyExists(res.Err):
 		return rec, Effect{Kind: EffectGet, Target: rec.Node} // whose node is it?
 	case res.Effect == EffectCreate && isExhausted(res.Err):
@@ -295,7 +297,7 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 	case rec.CreateOp != "" && !res.Done && res.Err != nil:
 		return fail(rec, "poll-create", res.Err, now, cfg)
 	case rec.CreateOp != "" && !res.Done:
-		return wait(rec, now, "", false)
+		return wait(rec, now, cfg, "", false)
 	case rec.CreateOp != "" && res.Err == nil:
 		rec.Phase, rec.CreateOp = PhaseCreated, ""
 		return rec, Effect{Kind: EffectGet, Target: rec.Node}
@@ -318,7 +320,7 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 	case ourGeneration(rec, node):
 		// Ours (the create's answer was lost), not READY yet: a CREATING
 		// node is never recovered. Look again.
-		return wait(rec, now, fmt.Sprintf("node is %s", describe(node)), node.State != "CREATING")
+		return wait(rec, now, cfg, fmt.Sprintf("node is %s", describe(node)), node.State != "CREATING")
 	case rec.NodeID != 0 && node.Id == rec.NodeID:
 		// The very node whose spec we saved: our delete never happened.
 		rec.Phase = PhaseDeleting
@@ -383,7 +385,7 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 		if node != nil && healthy(node) {
 			return recovered(rec, node), Effect{}
 		}
-		return wait(rec, now, "node is "+describeOrNotFound(node)+" after the reset", true)
+		return wait(rec, now, cfg, "node is "+describeOrNotFound(node)+" after the reset", true)
 	}
 	return abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
 }
@@ -395,7 +397,7 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 	switch {
 	case res.Effect == EffectReset && res.Err == nil:
 		rec.CreateOp = res.Operation
-		return wait(rec, now, "", false)
+		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectReset:
 		return fail(rec, "reset", res.Err, now, cfg)
 	case rec.CreateOp != "" && res.Effect != EffectPoll:
@@ -406,7 +408,7 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 	case rec.CreateOp != "" && !res.Done && res.Err != nil:
 		return fail(rec, "poll-reset", res.Err, now, cfg)
 	case rec.CreateOp != "" && !res.Done:
-		return wait(rec, now, "", false)
+		return wait(rec, now, cfg, "", false)
 	case rec.CreateOp != "" && res.Err == nil:
 		rec.Phase, rec.CreateOp = PhaseReset, ""
 		return rec, Effect{Kind: EffectGet, Target: rec.Node}
@@ -430,7 +432,7 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 		default:
 			// The platform is working on it: our reset took effect.
 			rec.Phase = PhaseReset
-			return wait(rec, now, "", false)
+			return wait(rec, now, cfg, "", false)
 		}
 	case res.Effect == EffectGet && res.Err != nil:
 		return fail(rec, "get", res.Err, now, cfg)
@@ -479,6 +481,14 @@ func failureLimit(cfg Config) int {
 	return permanentWeight * m
 }
 
+// lookAgain is Config.LookAgain, or LookAgain when it is not set.
+func lookAgain(cfg Config) time.Duration {
+	if cfg.LookAgain > 0 {
+		return cfg.LookAgain
+	}
+	return LookAgain
+}
+
 func leaseOf(cfg Config) time.Duration {
 	if cfg.Lease > 0 {
 		return cfg.Lease
@@ -489,9 +499,9 @@ func leaseOf(cfg Config) time.Duration {
 // wait keeps the recovery as it is until NextLookAt. counted waits (a node
 // not where it should be) add a transient failure and back off, so they
 // are bounded.
-func wait(rec Recovery, now time.Time, why string, counted bool) (Recovery, Effect) {
+func wait(rec Recovery, now time.Time, cfg Config, why string, counted bool) (Recovery, Effect) {
 	if !counted {
-		rec.NextLookAt = now.Add(LookAgain)
+		rec.NextLookAt = now.Add(lookAgain(cfg))
 		return rec, Effect{}
 	}
 	rec.Failures += transientWeight

@@ -23,7 +23,7 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs *Observation, r *Re
 		next, eff := Advance(rec, *obs, res, h.now(), h.Config)
 		if i == maxStepsPerCall && eff.Kind != EffectNone {
 			next, eff = rec, Effect{}
-			next.NextLookAt = h.now().Add(LookAgain)
+			next.NextLookAt = h.now().Add(lookAgain(h.Config))
 		}
 		if ctx.Err() != nil && eff.Kind != EffectNone {
 			// The caller gave up (deadline, shutdown): not a verdict on the
@@ -190,7 +190,7 @@ func (h *Handler) continueDue(ctx context.Context, take func(node string) bool, 
 			due = append(due, rec)
 		}
 	}
-	h.parallel(ctx, len(due), func(i int) { add(h.sweepNode(ctx, due[i].Node, nil, due[i].Cause, false)) })
+	h.parallel(ctx, len(due), func(i int) { add(h.sweepNode(ctx, due[i].Node, nil, due[i].Cause, false, nil)) })
 	return len(due), nil
 }
 

@@ -333,6 +333,7 @@ func TestGuardSkippedNodeIsRevisitedWhenTheGuardClears(t *testing.T) {
 		{
 			name: "in-flight cap",
 			setup: func(t *testing.T, e *sEnv) func() {
+				e.h.Config.MaxInFlight = 4
 				var held []remediate.Recovery
 				for _, id := range []string{"a", "b", "c", "d"} {
 					rec, err := e.store.Claim(context.Background(), remediate.ClaimRequest{Node: sName(id), Project: sProject, Holder: "other",

@@ -17,6 +17,17 @@ import (
 type SweepOptions struct {
 	Projects, Zones []string
 	Budget          time.Duration // 0 = no limit
+	// Follow: after the listing, while recoveries are unfinished, the sweep
+	// stays until Follow after its start, continuing each recovery when
+	// its next look is due (Recovery.NextLookAt, LookAgain after a step),
+	// then returns. Sweeps come once a minute (Cloud Scheduler's finest
+	// schedule); without this a recovery would take one step per minute,
+	// and a delete then a create, each a few seconds to minutes long, would
+	// cost two or three minutes of waiting for sweeps beyond the operations
+	// themselves. Set it under the sweep interval, so that the next sweep
+	// takes over. A sweep with nothing unfinished returns at once: an idle
+	// fleet costs no longer sweeps. 0 = return after the listing.
+	Follow time.Duration
 }
 
 // SweepResult is what a sweep did.
@@ -94,10 +105,64 @@ func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 			dueDefs = append(dueDefs, d)
 		}
 	}
-	h.parallel(ctx, len(dueDefs), func(i int) { add(h.sweepNode(ctx, dueDefs[i].Node, nil, "", false)) })
+	h.parallel(ctx, len(dueDefs), func(i int) { add(h.sweepNode(ctx, dueDefs[i].Node, nil, "", false, nil)) })
 
 	// (2) Every opted-in node, from the cursor, a page at a time.
-	return res, h.sweepListed(ctx, opts, over, claim, add, &res)
+	if err := h.sweepListed(ctx, opts, over, claim, add, &res); err != nil {
+		return res, err
+	}
+	// (3) Follow the unfinished recoveries until opts.Follow.
+	if opts.Follow > 0 && h.Now == nil {
+		if err := h.follow(ctx, start.Add(opts.Follow), over, add); err != nil {
+			return res, fmt.Errorf("sweep: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// followTick is the shortest pause between two rounds of follow.
+const followTick = time.Second
+
+// follow continues unfinished recoveries as their next looks come due,
+// until none is unfinished or the next look is after until. It sleeps on
+// the wall clock between looks, so only a handler on the wall clock (Now
+// nil: the function) follows; one on a virtual clock (replay, tests)
+// finishes its recoveries with Drain.
+func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool, add func(Record, bool)) error {
+	for !over() && h.now().Before(until) {
+		recs, err := h.Store.Unfinished(ctx)
+		if err != nil {
+			return fmt.Errorf("follow: list unfinished recoveries: %w", err)
+		}
+		var next time.Time
+		for _, rec := range recs {
+			at := rec.NextLookAt
+			if rec.LeaseUntil.After(at) {
+				at = rec.LeaseUntil
+			}
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
+		if len(recs) == 0 || next.After(until) {
+			return nil
+		}
+		// At least followTick between rounds: a look that could not be
+		// saved (the ledger failing) must not spin.
+		if d := max(next.Sub(h.now()), followTick); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
+		if _, err := h.continueDue(ctx, func(string) bool { return true }, add); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sweepListed lists the nodes of opts' projects × zones from the saved
@@ -156,7 +221,14 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 					page = append(page, n)
 				}
 				res.Nodes += len(page)
-				h.parallel(ctx, len(page), func(i int) { add(h.sweepNode(ctx, page[i].Name, page[i], "", true)) })
+				hists := h.pageHistories(ctx, project, page)
+				h.parallel(ctx, len(page), func(i int) {
+					var hist *History
+					if hh, ok := hists[page[i].Name]; ok {
+						hist = &hh
+					}
+					add(h.sweepNode(ctx, page[i].Name, page[i], "", true, hist))
+				})
 				if next == "" {
 					break
 				}
@@ -167,6 +239,41 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 	}
 	res.Complete = true
 	return h.saveCursor(ctx, "")
+}
+
+// historiesReader is the batched read a ledger may offer (Firestore: one
+// get of one summary document per node per call, not four reads per node).
+// The sweep uses it for each listed page when the Store has it.
+type historiesReader interface {
+	Histories(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration) (map[string]History, error)
+}
+
+// pageHistories reads the ledger once for a listed page of one project's
+// nodes, when the Store offers the batched read. Only the nodes whose
+// listing alone is enough to decide (healthy, stopped on purpose) use it:
+// any other node is read again, and so is its history, just before
+// deciding. nil (every node reads its own history) when the Store has no
+// batched read or it failed: a slower sweep, not a skipped one.
+func (h *Handler) pageHistories(ctx context.Context, project string, page []*tpu.Node) map[string]History {
+	hr, ok := h.Store.(historiesReader)
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, n := range page {
+		if healthy(n) || onPurpose(n.State) {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	hists, err := hr.Histories(ctx, names, project, h.now(), h.Config.Window)
+	if err != nil {
+		h.log().Warn("sweep: batched ledger read failed; reading node by node", "project", project, "nodes", len(names), "error", err.Error())
+		return nil
+	}
+	return hists
 }
 
 func (h *Handler) saveCursor(ctx context.Context, c string) error {
@@ -203,8 +310,10 @@ func indexOf(xs []string, x string) int {
 }
 
 // sweepNode decides about one node without an event: listed (node given) or
-// from the ledger (node read now). It reports whether a record was written.
-func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, cause events.Cause, quiet bool) (Record, bool) {
+// from the ledger (node read now). hist, when not nil, is the node's history
+// from the page's batched read, used only when the listing is enough to
+// decide. It reports whether a record was written.
+func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, cause events.Cause, quiet bool, hist *History) (Record, bool) {
 	_, project, zone, nodeID, err := parseNodeName(name)
 	if err != nil {
 		r := Record{Time: h.now(), Node: name, Action: ActionReject, Reason: err.Error(), DryRun: h.Config.DryRun}
@@ -214,10 +323,12 @@ func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, 
 	ev := events.Event{Node: events.NodeRef{Project: project, Zone: zone, Node: nodeID}, Cause: cause}
 	r := h.newRecord(ev)
 	var obs Observed
+	var o processOpts
 	if listed != nil && (healthy(listed) || onPurpose(listed.State)) {
 		// Only a harmless decision (record) is made from the listing: it
 		// may be minutes old by now. Anything else reads the node again.
 		obs.Node = listed
+		o.hist = hist
 		if listed.QueuedResource != "" {
 			qr, err := timedGet(h, ctx, &r, EffectGetQR, listed.QueuedResource, h.TPU.GetQueuedResource)
 			if err != nil {
@@ -237,7 +348,6 @@ func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, 
 		ev.Cause = causeOf(obs.Node)
 		r.Cause = ev.Cause
 	}
-	var o processOpts
 	o.quiet = quiet
 	if obs.Node != nil {
 		if m := maintenanceRE.FindStringSubmatch(obs.Node.HealthDescription); m != nil {

@@ -78,6 +78,11 @@ type Config struct {
 	MaxAttempts    int           // attempts before a recovery failing permanently is abandoned (0 = DefaultMaxAttempts)
 	Lease          time.Duration // how long a claim is held without renewal
 	EventTTL       time.Duration // how long processed event ids are remembered
+	// LookAgain is how soon an operation in progress is looked at again
+	// (AUTOHEAL_LOOK_AGAIN; 0 = the LookAgain constant, 30 s). The function
+	// sets 5 s: its sweeps follow their recoveries (SweepOptions.Follow),
+	// so a recovery's next step comes within this of its operation's end.
+	LookAgain time.Duration
 
 	// StartupScript is the script set explicitly (AUTOHEAL_STARTUP_SCRIPT,
 	// --startup-script) as metadata startup-script on every recreated node,
@@ -128,7 +133,7 @@ func DefaultConfig() Config {
 		Cooldown:       30 * time.Minute,
 		Window:         24 * time.Hour,
 		MaxRecreates:   3,
-		MaxInFlight:    4,
+		MaxInFlight:    64, // a safety rail above the breaker's 48 per zone: a 32-pod wave is recreated at once
 		MaxAttempts:    DefaultMaxAttempts,
 		Lease:          15 * time.Minute,
 		EventTTL:       7 * 24 * time.Hour,

@@ -41,17 +41,28 @@ func (s *Server) newOperation(rpc, verb, target string) *operation {
 	op.op.Metadata = s.metadata(op, time.Time{})
 	if d, ok := s.delays[verb]; ok {
 		op.doneAt = op.started.Add(d)
+		s.timed[op] = struct{}{}
 	}
 	s.ops[op.op.Name] = op
 	return op
 }
 
 // tick finishes every operation whose done-at time has come, whether polled
-// or not. Called with s.mu held, first thing on every request.
+// or not. Called with s.mu held, first thing on every request. It looks
+// only at the timed operations still running (s.timed), not every operation
+// the server ever started: a long replay would otherwise pay for all its
+// past recreates on every request.
 func (s *Server) tick() {
+	if len(s.timed) == 0 {
+		return
+	}
 	now := s.now()
-	for _, op := range s.ops {
-		if !op.op.Done && !op.doneAt.IsZero() && !now.Before(op.doneAt) {
+	for op := range s.timed {
+		if op.op.Done {
+			delete(s.timed, op)
+			continue
+		}
+		if !now.Before(op.doneAt) {
 			s.finish(op, s.match("operation:"+op.rpc, op.target))
 		}
 	}
@@ -178,6 +189,7 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 		s.finishPatch(op) // maintenance.go
 	}
 	op.op.Done = true
+	delete(s.timed, op)
 	op.op.Error = status
 	if status == nil {
 		s.succeeded[op.rpc]++

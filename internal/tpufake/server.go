@@ -134,6 +134,7 @@ type Server struct {
 	order     map[string]int // first-seen sequence of every name, kept across delete+create
 	seq       int
 	ops       map[string]*operation
+	timed     map[*operation]struct{} // running operations with a done-at time (WithOperationDelay)
 	opSeq     int
 	idSeq     int64
 	rules     []*rule
@@ -168,6 +169,7 @@ func New(f Fleet, opts ...Option) *Server {
 		qrs:       map[string]*tpu.QueuedResource{},
 		order:     map[string]int{},
 		ops:       map[string]*operation{},
+		timed:     map[*operation]struct{}{},
 		idSeq:     7000000000000000000,
 		delays:    map[string]time.Duration{},
 		logCap:    DefaultRequestLog,

@@ -660,3 +660,31 @@ run "limits_accepted" {
     sweep_alert_after_seconds = 120
   }
 }
+
+run "look_again" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    look_again = "soon"
+  }
+
+  expect_failures = [var.look_again]
+}
+
+run "sweep_follow" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    sweep_follow = "a while"
+  }
+
+  expect_failures = [var.sweep_follow]
+}
