@@ -675,3 +675,52 @@ func TestFarFutureEntryIsRejected(t *testing.T) {
 		t.Errorf("%d node reads for a far-future entry, want 0", got)
 	}
 }
+
+// TestDeployedSweepFollowsTheRecovery: as deployed (the wall clock, no
+// test clock), one sweep after the event takes the recovery's later steps
+// as they fall due — delete's operation, create, create's operation, READY
+// — instead of one step per minute's sweep.
+func TestDeployedSweepFollowsTheRecovery(t *testing.T) {
+	fleet, err := tpufake.ReadFleet(bytes.NewReader(readTestdata(t, "fleet.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := tpufake.New(fleet, tpufake.WithOperationDelay("delete", 100*time.Millisecond), tpufake.WithOperationDelay("create", 100*time.Millisecond))
+	t.Cleanup(fake.Close)
+	svc, err := fake.Service(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := minimalEnv()
+	env["AUTOHEAL_PROJECTS"] = "acme-ml"
+	env["AUTOHEAL_ZONES"] = "us-central2-b"
+	env["AUTOHEAL_MAX_EVENT_AGE"] = "87600h" // the fixture is from 2026-11-20
+	env["AUTOHEAL_LOOK_AGAIN"] = "50ms"
+	env["AUTOHEAL_SWEEP_FOLLOW"] = "20s"
+	cfg, err := load(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := &sliceRecorder{}
+	fn, err := function.New(context.Background(), cfg, function.WithTPU(tpuapi.New(svc)), function.WithStore(ledger.NewMemory()),
+		function.WithRecorder(recs), function.WithDiagnostics(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fn.Close() })
+	if err := fn.HandleMessage(context.Background(), pushBody(readTestdata(t, "terminate-maintenance.json"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := fn.HandleMessage(context.Background(), pushBody([]byte(events.SweepMessage))); err != nil {
+		t.Fatal(err)
+	}
+	var state string
+	for _, n := range fake.Fleet().Nodes {
+		if n.Name == node {
+			state = n.State
+		}
+	}
+	if state != "READY" || fake.Count("nodes.create", node) != 1 {
+		t.Errorf("after one sweep: %s is %s with %d creates, want READY after exactly one", node, state, fake.Count("nodes.create", node))
+	}
+}

@@ -26,7 +26,9 @@ type SweepOptions struct {
 	// cost two or three minutes of waiting for sweeps beyond the operations
 	// themselves. Set it under the sweep interval, so that the next sweep
 	// takes over. A sweep with nothing unfinished returns at once: an idle
-	// fleet costs no longer sweeps. 0 = return after the listing.
+	// fleet costs no longer sweeps. 0 = return after the listing. It waits
+	// on real timers: only a caller on the wall clock sets it (the
+	// function; never replay or a test on a virtual clock).
 	Follow time.Duration
 }
 
@@ -112,7 +114,7 @@ func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 		return res, err
 	}
 	// (3) Follow the unfinished recoveries until opts.Follow.
-	if opts.Follow > 0 && h.Now == nil {
+	if opts.Follow > 0 {
 		if err := h.follow(ctx, start.Add(opts.Follow), over, add); err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
