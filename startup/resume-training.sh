@@ -92,6 +92,7 @@ WORK=""         # private temporary directory, removed on exit
 MD_VALUE=""     # result of md_get
 STORAGE_CLI=""  # gcloud or gsutil
 RESUME_FROM=""  # result of resolve_checkpoint
+SPAWNING=""     # set while run_command forks the command (on_signal reads $! then)
 CHILD=""        # process group of the running setup or training command
 CHILD_RC=0      # result of wait_group
 LOCK_FD=""      # the lock, inherited by the commands, closed in the watcher
@@ -149,6 +150,9 @@ cleanup() {
 # when no command was running.
 on_signal() {
 	local pgid=$CHILD
+	if [[ -z $pgid && -n $SPAWNING ]]; then
+		pgid=$!
+	fi
 	trap '' TERM INT HUP
 	log WARNING "received SIG$1; stopping the running command (grace ${STOP_GRACE}s)"
 	stop_watchers
@@ -468,8 +472,13 @@ command_shell() {
 # lock: it stays held while the command runs, even if this script dies.
 run_command() {
 	local rc=0 pgid
+	# SPAWNING: a signal that arrives right after the fork and before
+	# CHILD is set (the trap runs between the two) still finds the group
+	# through $!.
+	SPAWNING=yes
 	setsid bash -c "$(command_shell "$1")" &
 	CHILD=$!
+	SPAWNING=""
 	pgid=$CHILD
 	if [[ ${2:-} == watch ]]; then
 		start_watchers "$pgid"

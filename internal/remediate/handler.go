@@ -228,8 +228,17 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 		r.Reason = fmt.Sprintf("maintenance event at %s seen in healthDescription; %s", o.markTime.UTC().Format(time.RFC3339Nano), r.Reason)
 	}
 	actErr := h.perform(ctx, ev, &obs, hist, d, &r)
-	if d.Action == ActionRecord && actErr == nil {
-		actErr = h.maintenanceHook(ctx, ev, obs, &r, o.quiet)
+	if d.Action == ActionRecord && actErr == nil && d.Close == "" {
+		if hist.Pause != nil {
+			// A pause holds back every mutation, a notice's metadata
+			// patch and early maintenance included: the notice is
+			// handled once the pause is lifted (while it is still ahead).
+			if n := obs.Node; n != nil && n.UpcomingMaintenance != nil {
+				r.Reason += "; maintenance notice not handled: " + hist.Pause.Why()
+			}
+		} else {
+			actErr = h.maintenanceHook(ctx, ev, obs, &r, o.quiet)
+		}
 	}
 	if o.quiet && r.Action == ActionRecord && actErr == nil && o.markID == "" && r.Outcome == "" {
 		return r, nil
@@ -447,6 +456,12 @@ func (h *Handler) closeRecovery(ctx context.Context, old Recovery, why string, r
 	})
 	if errors.Is(err, ErrClaimed) {
 		return nil // somebody else is on it
+	}
+	if errors.Is(err, ErrPaused) {
+		// Not a failure: the recovery stays as it is until the pause is
+		// lifted, and the next look after it closes it.
+		r.Reason += "; recovery left open: " + err.Error()
+		return nil
 	}
 	if err != nil {
 		return &ActError{Step: "claim", Node: old.Node, Transient: true, Err: err}

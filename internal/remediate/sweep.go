@@ -131,13 +131,26 @@ const followTick = time.Second
 // nil: the function) follows; one on a virtual clock (replay, tests)
 // finishes its recoveries with Drain.
 func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool, add func(Record, bool)) error {
+	// looked: a recovery's NextLookAt when follow last took it. A look that
+	// did not move it on (a pause, a guard, a ledger that failed) leaves it
+	// to the next sweep instead of retaking it every tick.
+	looked := map[string]time.Time{}
+	stuck := func(rec Recovery) bool {
+		last, ok := looked[rec.Node]
+		return ok && !rec.NextLookAt.After(last)
+	}
 	for !over() && h.now().Before(until) {
 		recs, err := h.Store.Unfinished(ctx)
 		if err != nil {
 			return fmt.Errorf("follow: list unfinished recoveries: %w", err)
 		}
 		var next time.Time
+		current := map[string]Recovery{}
 		for _, rec := range recs {
+			if stuck(rec) {
+				continue
+			}
+			current[rec.Node] = rec
 			at := rec.NextLookAt
 			if rec.LeaseUntil.After(at) {
 				at = rec.LeaseUntil
@@ -146,7 +159,7 @@ func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool,
 				next = at
 			}
 		}
-		if len(recs) == 0 || next.After(until) {
+		if len(current) == 0 || next.After(until) {
 			return nil
 		}
 		// At least followTick between rounds: a look that could not be
@@ -160,7 +173,14 @@ func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool,
 			case <-t.C:
 			}
 		}
-		if _, err := h.continueDue(ctx, func(string) bool { return true }, add); err != nil {
+		take := func(node string) bool {
+			rec, ok := current[node]
+			if ok {
+				looked[node] = rec.NextLookAt
+			}
+			return ok
+		}
+		if _, err := h.continueDue(ctx, take, add); err != nil {
 			return err
 		}
 	}
