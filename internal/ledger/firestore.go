@@ -482,8 +482,14 @@ func (f *Firestore) Claim(ctx context.Context, req remediate.ClaimRequest) (reme
 		}
 		proj.Project = req.Project
 		writes := []write{{snap: snaps[0], data: doc.fields()}, {snap: snaps[1], data: proj.fields()}, f.summaryRecWrite(doc)}
-		if writeBreaker {
+		switch {
+		case writeBreaker:
 			writes = append(writes, write{snap: bsnap, data: breakerFields(nb)})
+		case bsnap != nil:
+			// Unchanged, but conditional: a zone-wide pause written since
+			// the read bumps this document, so the claim starts over and
+			// sees it (a takeover too, which writes no breaker start).
+			writes = append(writes, write{snap: bsnap, data: breakerFields(b)})
 		}
 		err = f.commit(ctx, writes...)
 		if err == nil {

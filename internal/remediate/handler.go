@@ -228,6 +228,7 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 		r.Reason = fmt.Sprintf("maintenance event at %s seen in healthDescription; %s", o.markTime.UTC().Format(time.RFC3339Nano), r.Reason)
 	}
 	actErr := h.perform(ctx, ev, &obs, hist, d, &r)
+	noted := false
 	if d.Action == ActionRecord && actErr == nil && d.Close == "" {
 		if hist.Pause != nil {
 			// A pause holds back every mutation, a notice's metadata
@@ -237,10 +238,10 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 				r.Reason += "; maintenance notice not handled: " + hist.Pause.Why()
 			}
 		} else {
-			actErr = h.maintenanceHook(ctx, ev, obs, &r, o.quiet)
+			noted, actErr = h.maintenanceHook(ctx, ev, obs, &r)
 		}
 	}
-	if o.quiet && r.Action == ActionRecord && actErr == nil && o.markID == "" && r.Outcome == "" {
+	if o.quiet && r.Action == ActionRecord && actErr == nil && o.markID == "" && r.Outcome == "" && !noted {
 		return r, nil
 	}
 	r, err = h.finish(ctx, ev, r, actErr, eventID)

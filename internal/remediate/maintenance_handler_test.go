@@ -148,3 +148,28 @@ func TestZoneHintPreparesTheOptedInNodesOfTheZone(t *testing.T) {
 		t.Errorf("a redelivered hint patched again: %d patches", got)
 	}
 }
+
+// A sweep that sees both a maintenance event in healthDescription and a
+// notice to record once writes that record once, not twice.
+func TestSweepRecordsAMaintenanceObservationOnce(t *testing.T) {
+	e := newMaintEnv(t, remediate.MaintenancePrepare)
+	n := nodeOf(t, e.fake, nodeName)
+	n.HealthDescription = "The TPU had a maintenance event at 2026-11-20T03:00:00Z"
+	n.UpcomingMaintenance.WindowStartTime = ""
+	e.fake.SetNode(n)
+	sweepZone(t, e)
+	seen := map[string]int{}
+	for _, r := range e.records.list() {
+		if r.Node == nodeName {
+			seen[r.InsertID+" "+r.Reason]++
+		}
+	}
+	for k, c := range seen {
+		if c > 1 {
+			t.Errorf("record %q written %d times, want once", k, c)
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("no record of the node")
+	}
+}

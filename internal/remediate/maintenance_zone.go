@@ -12,15 +12,11 @@ import (
 // maintenanceHook runs the Maintainer (Handler.Maintenance) on a node the
 // node decision only records (READY): its upcoming maintenance may ask for
 // prepare or maintain. What the Maintainer did replaces the plain record.
-// quiet (a sweep) suppresses plain records; a record-once maintenance
-// observation is then written here, so it is not lost.
-//
-// Hook (one line, in Handler.process after the action switch):
-//
-//	if d.Action == ActionRecord && actErr == nil { actErr = h.maintenanceHook(ctx, ev, obs, &r, o.quiet) }
-func (h *Handler) maintenanceHook(ctx context.Context, ev events.Event, obs Observed, r *Record, quiet bool) error {
+// It reports whether it noted something, so that a sweep, which drops plain
+// records, still writes this one (once: the caller writes it).
+func (h *Handler) maintenanceHook(ctx context.Context, ev events.Event, obs Observed, r *Record) (noted bool, err error) {
 	if h.Maintenance == nil || obs.Node == nil {
-		return nil
+		return false, nil
 	}
 	qr := obs.Node.QueuedResource
 	if obs.QueuedResource != nil && obs.QueuedResource.Name != "" {
@@ -28,7 +24,7 @@ func (h *Handler) maintenanceHook(ctx context.Context, ev events.Event, obs Obse
 	}
 	mr, ok, err := h.Maintenance.Observe(ctx, ev, obs.Node, qr)
 	if !ok {
-		return nil
+		return false, err
 	}
 	r.Action, r.Outcome = mr.Action, mr.Outcome
 	r.Reason = mr.Reason
@@ -37,10 +33,9 @@ func (h *Handler) maintenanceHook(ctx context.Context, ev events.Event, obs Obse
 	if r.Cause == "" || r.Cause == events.CauseUnknown {
 		r.Cause = mr.Cause
 	}
-	if quiet && r.Action == ActionRecord && err == nil {
-		_ = h.Recorder.Record(ctx, *r) // the sweep drops plain records; this one is new
-	}
-	return err
+	// noted: the caller writes this record even in a sweep, which drops
+	// plain records (a record-once observation is new).
+	return true, err
 }
 
 // DefaultZoneHintNodes bounds the nodes one zone hint looks at.
