@@ -52,7 +52,8 @@ import (
 //	spec             on recreate/reset/abandon: the TPU v2 Node (REST JSON), every
 //	                 metadata value redacted (RedactSpec); the full spec is in the ledger only
 //	steps            [{name, operation, start, durationSeconds, error}]
-//	durationSeconds  sum of the steps' durations
+//	durationSeconds  how long the decision took, ledger and TPU calls included
+//	                 (at least the sum of the steps' durations)
 //	warnings         [string]
 //	error            why carrying it out failed
 //	acceleratorType  the node's accelerator type, e.g. v4-128
@@ -195,7 +196,9 @@ func Payload(r remediate.Record) (map[string]any, error) {
 		})
 		total += s.Duration
 	}
-	p.DurationSeconds = total.Seconds()
+	// The decision's whole time when the handler measured it (ledger reads
+	// and writes included); never less than its TPU calls took.
+	p.DurationSeconds = max(r.Elapsed, total).Seconds()
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("record: marshal payload: %w", err)

@@ -300,6 +300,7 @@ func (h *Handler) finish(ctx context.Context, ev events.Event, r Record, actErr 
 			r.Err = actErr.Error()
 		}
 	}
+	r.Elapsed = h.now().Sub(r.Time)
 	if err := h.Recorder.Record(ctx, r); err != nil {
 		h.log().Warn("record lost", "node", r.Node, "action", r.Action, "error", err.Error())
 		if !transient {

@@ -125,6 +125,7 @@ func (m *Maintainer) Observe(ctx context.Context, ev events.Event, node *tpu.Nod
 // Handle is Observe, then the record written (when there is one).
 func (m *Maintainer) Handle(ctx context.Context, ev events.Event, node *tpu.Node, queuedResource string) (Record, bool, error) {
 	r, ok, err := m.Observe(ctx, ev, node, queuedResource)
+	r.Elapsed = m.now().Sub(r.Time)
 	if ok && m.Recorder != nil {
 		if rerr := m.Recorder.Record(ctx, r); rerr != nil && err == nil {
 			err = &ActError{Step: "record", Node: r.Node, Transient: true, Err: rerr}

@@ -407,6 +407,10 @@ type Record struct {
 	Steps      []Step
 	Warnings   []string
 	Err        string // a failure carrying it out
+	// Elapsed is how long the decision took on the handler's clock, from
+	// Time to the record written: ledger reads and writes included, not only
+	// the Steps' TPU calls.
+	Elapsed time.Duration
 
 	// AcceleratorType and Chips describe the node (every record that
 	// observed one), so a report can count chip-hours of self-recoveries too.
