@@ -14,33 +14,24 @@ import (
 
 var _ remediate.MaintenanceTPU = (*Maintenance)(nil)
 
-// MaintenancePermissions are the IAM permissions of Maintenance's calls
-// (function.Permissions must include them):
-//
-//   - nodes.patch is tpu.nodes.update, and the API also checks
-//     iam.serviceAccounts.actAs on the node's service account (granted on
-//     that account, not in the TPU role);
-//   - nodes.getGuestAttributes is tpu.nodes.get;
-//   - v2alpha1 nodes.performMaintenance and
-//     queuedResources.performMaintenanceQueuedResource are
-//     tpu.nodes.performMaintenance.
-var MaintenancePermissions = []string{
-	"tpu.nodes.get",                // GetNode, GetGuestAttributes
-	"tpu.nodes.update",             // PatchNodeMetadata
-	"tpu.nodes.performMaintenance", // PerformMaintenance, PerformMaintenanceQueuedResource
-	"iam.serviceAccounts.actAs",    // PatchNodeMetadata, on the node's service account
-}
-
 // Maintenance implements remediate.MaintenanceTPU: the v2 API for reads and
 // the metadata patch, v2alpha1 (which alone has performMaintenance) for
 // starting maintenance. Both services talk to the same endpoint.
+//
+// IAM: nodes.patch is tpu.nodes.update, and the API also checks
+// iam.serviceAccounts.actAs on the node's service account (granted on that
+// account, not in the TPU role); nodes.getGuestAttributes is tpu.nodes.get;
+// v2alpha1 nodes.performMaintenance and
+// queuedResources.performMaintenanceQueuedResource are
+// tpu.nodes.performMaintenance. The module derives these from the REST
+// method named on each call.
 type Maintenance struct {
 	v2    *tpu.Service
 	alpha *tpualpha.Service
 }
 
-// NewMaintenance wraps existing v2 and v2alpha1 services.
-func NewMaintenance(v2 *tpu.Service, alpha *tpualpha.Service) *Maintenance {
+// newMaintenance wraps existing v2 and v2alpha1 services.
+func newMaintenance(v2 *tpu.Service, alpha *tpualpha.Service) *Maintenance {
 	return &Maintenance{v2: v2, alpha: alpha}
 }
 
@@ -55,7 +46,7 @@ func NewMaintenanceFromOptions(ctx context.Context, opts ...option.ClientOption)
 	if err != nil {
 		return nil, fmt.Errorf("tpu v2alpha1 client: %w", err)
 	}
-	return NewMaintenance(v2, alpha), nil
+	return newMaintenance(v2, alpha), nil
 }
 
 // GetNode reads a node.

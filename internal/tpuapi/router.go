@@ -37,8 +37,8 @@ type Router struct {
 	V2, V1 remediate.TPU
 }
 
-// IsLegacy reports whether a node's (or spec's) ApiVersion is a v1 one.
-func IsLegacy(n *tpu.Node) bool {
+// isLegacy reports whether a node's (or spec's) ApiVersion is a v1 one.
+func isLegacy(n *tpu.Node) bool {
 	return n != nil && (n.ApiVersion == "V1" || n.ApiVersion == "V1_ALPHA1")
 }
 
@@ -48,7 +48,7 @@ func IsLegacy(n *tpu.Node) bool {
 // annotated with V1's.
 func (r Router) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
 	n, err := r.V2.GetNode(ctx, name)
-	if r.V1 == nil || (err == nil && !IsLegacy(n)) {
+	if r.V1 == nil || (err == nil && !isLegacy(n)) {
 		return n, err
 	}
 	if err != nil && !remediate.IsNotFound(err) {
@@ -74,7 +74,7 @@ func (r Router) legacy(ctx context.Context, name string) (legacy bool, notFound,
 	n, err := r.V2.GetNode(ctx, name)
 	switch {
 	case err == nil:
-		return IsLegacy(n), nil, nil
+		return isLegacy(n), nil, nil
 	case remediate.IsNotFound(err):
 		return true, err, nil
 	}
@@ -108,7 +108,7 @@ func (r Router) DeleteNode(ctx context.Context, name string) (string, error) {
 // V1 or V1_ALPHA1 (and V1 is set), else a TPU VM through V2. ApiVersion is
 // output-only, so it is not sent.
 func (r Router) CreateNode(ctx context.Context, parent, nodeID string, node *tpu.Node) (string, error) {
-	legacy := IsLegacy(node) && r.V1 != nil
+	legacy := isLegacy(node) && r.V1 != nil
 	if node != nil && node.ApiVersion != "" {
 		c := *node
 		c.ApiVersion = ""
@@ -162,7 +162,7 @@ func (r Router) ListNodes(ctx context.Context, parent, pageToken string) ([]*tpu
 	}
 	kept := nodes[:0:0]
 	for _, n := range nodes {
-		if !IsLegacy(n) {
+		if !isLegacy(n) {
 			kept = append(kept, n)
 		}
 	}

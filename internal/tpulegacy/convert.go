@@ -8,11 +8,11 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 )
 
-// UseServiceNetworkingKey is the metadata key that carries a legacy node's
+// useServiceNetworkingKey is the metadata key that carries a legacy node's
 // useServiceNetworking flag in the v2 shape, which has no such field. It is
 // kept in the saved spec (metadata survives remediate.CleanSpec) and turned
 // back into the flag on create; metadata itself is never sent to v1.
-const UseServiceNetworkingKey = "tpu-autoheal-legacy-use-service-networking"
+const useServiceNetworkingKey = "tpu-autoheal-legacy-use-service-networking"
 
 // ToV2 converts a v1 node to the v2 shape remediate works with. ApiVersion
 // is the node's own (V1 or V1_ALPHA1), "V1" when v1 leaves it unset: it is
@@ -55,7 +55,7 @@ func ToV2(n *tpupb.Node) *tpu.Node {
 		}
 	}
 	if n.GetUseServiceNetworking() {
-		out.Metadata = map[string]string{UseServiceNetworkingKey: "true"}
+		out.Metadata = map[string]string{useServiceNetworkingKey: "true"}
 	}
 	if ts := n.GetCreateTime(); ts != nil {
 		out.CreateTime = ts.AsTime().UTC().Format(time.RFC3339Nano)
@@ -91,7 +91,7 @@ func ToV1(n *tpu.Node) *tpupb.Node {
 		AcceleratorType:      n.AcceleratorType,
 		TensorflowVersion:    n.RuntimeVersion,
 		CidrBlock:            n.CidrBlock,
-		UseServiceNetworking: strings.EqualFold(n.Metadata[UseServiceNetworkingKey], "true"),
+		UseServiceNetworking: strings.EqualFold(n.Metadata[useServiceNetworkingKey], "true"),
 	}
 	if n.NetworkConfig != nil {
 		out.Network = n.NetworkConfig.Network
