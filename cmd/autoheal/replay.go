@@ -377,36 +377,17 @@ type fileSource struct {
 // openInputs opens every input up front so that an unreadable file is
 // reported before anything is read or done.
 func openInputs(args []string, stdin io.Reader, opts events.Options) (*fileSource, error) {
-	if len(args) == 0 {
-		return nil, usagef("no input: give FILE... or - for stdin (or --from-logging)")
+	opened, err := openArgs(args, stdin)
+	if err != nil {
+		return nil, err
 	}
 	s := &fileSource{opts: opts}
-	sawStdin := false
-	for _, a := range args {
-		if a == "-" {
-			if sawStdin {
-				s.Close()
-				return nil, usagef("- (stdin) given more than once")
-			}
-			sawStdin = true
-			s.inputs = append(s.inputs, &input{name: "stdin", r: stdin})
-			continue
+	for _, in := range opened {
+		i := &input{name: in.name, r: in.r, file: in.file}
+		if in.file != nil {
+			i.lines = &lineCounter{name: in.name}
 		}
-		f, err := os.Open(a)
-		if err == nil {
-			var fi os.FileInfo
-			if fi, err = f.Stat(); err == nil && fi.IsDir() {
-				err = fmt.Errorf("open %s: is a directory", a)
-			}
-		}
-		if err != nil {
-			if f != nil {
-				f.Close()
-			}
-			s.Close()
-			return nil, usagef("input: %v", err)
-		}
-		s.inputs = append(s.inputs, &input{name: a, r: f, file: f, lines: &lineCounter{name: a}})
+		s.inputs = append(s.inputs, i)
 	}
 	return s, nil
 }

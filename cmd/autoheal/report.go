@@ -183,36 +183,16 @@ type reportInputs struct {
 // openReportInputs opens every input up front, so that an unreadable file
 // is reported before anything is read.
 func openReportInputs(args []string, stdin io.Reader) (*reportInputs, error) {
-	if len(args) == 0 {
-		return nil, usagef("no input: give FILE... or - for stdin (or --from-logging)")
+	opened, err := openArgs(args, stdin)
+	if err != nil {
+		return nil, err
 	}
 	in := &reportInputs{}
-	sawStdin := false
-	for _, a := range args {
-		if a == "-" {
-			if sawStdin {
-				in.close()
-				return nil, usagef("- (stdin) given more than once")
-			}
-			sawStdin = true
-			in.names, in.readers = append(in.names, "stdin"), append(in.readers, stdin)
-			continue
+	for _, o := range opened {
+		in.names, in.readers = append(in.names, o.name), append(in.readers, o.r)
+		if o.file != nil {
+			in.closers = append(in.closers, o.file)
 		}
-		f, err := os.Open(a)
-		if err == nil {
-			var fi os.FileInfo
-			if fi, err = f.Stat(); err == nil && fi.IsDir() {
-				err = fmt.Errorf("open %s: is a directory", a)
-			}
-		}
-		if err != nil {
-			if f != nil {
-				f.Close()
-			}
-			in.close()
-			return nil, usagef("input: %v", err)
-		}
-		in.names, in.readers, in.closers = append(in.names, a), append(in.readers, f), append(in.closers, f)
 	}
 	return in, nil
 }

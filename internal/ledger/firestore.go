@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -571,24 +570,19 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 
 // Unfinished implements remediate.Store; recoveries are sorted by node name.
 func (f *Firestore) Unfinished(ctx context.Context) ([]remediate.Recovery, error) {
-	it := f.col(CollectionRecoveries).Where("unfinished", "==", true).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
-	defer it.Stop()
 	var out []remediate.Recovery
-	for {
-		s, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list unfinished recoveries: %w", err)
-		}
+	err := each(f.col(CollectionRecoveries).Where("unfinished", "==", true).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
 		n, err := fromSnapshot(s)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n.Latest != nil && n.Latest.Unfinished() {
 			out = append(out, *n.Latest)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list unfinished recoveries: %w", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out, nil
@@ -643,22 +637,17 @@ func (f *Firestore) ClearHold(ctx context.Context, node string) error {
 // DueDeferrals implements remediate.Store; deferrals are sorted by due time,
 // then node name.
 func (f *Firestore) DueDeferrals(ctx context.Context, now time.Time) ([]remediate.Deferral, error) {
-	it := f.col(CollectionDeferrals).Where("due", "<=", now).OrderBy("due", firestore.Asc).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
-	defer it.Stop()
 	var out []remediate.Deferral
-	for {
-		s, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list due deferrals: %w", err)
-		}
+	err := each(f.col(CollectionDeferrals).Where("due", "<=", now).OrderBy("due", firestore.Asc).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
 		var d deferralDoc
 		if err := s.DataTo(&d); err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.Ref.Path, err)
+			return fmt.Errorf("read %s: %w", s.Ref.Path, err)
 		}
 		out = append(out, d.deferral())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list due deferrals: %w", err)
 	}
 	sortDeferrals(out)
 	return out, nil

@@ -241,7 +241,7 @@ func (f *Firestore) Pauses(ctx context.Context) ([]remediate.Pause, error) {
 // Holds implements Admin.
 func (f *Firestore) Holds(ctx context.Context, now time.Time) ([]HoldStatus, error) {
 	var out []HoldStatus
-	err := f.each(ctx, f.col(CollectionHolds).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
+	err := each(f.col(CollectionHolds).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
 		var d holdDoc
 		if err := s.DataTo(&d); err != nil {
 			return fmt.Errorf("read %s: %w", s.Ref.Path, err)
@@ -292,7 +292,7 @@ func (f *Firestore) ResetBreaker(ctx context.Context, zone string) error {
 // OpenBreakers implements Admin.
 func (f *Firestore) OpenBreakers(ctx context.Context, now time.Time, cfg remediate.Config) ([]remediate.BreakerOpenError, error) {
 	var out []remediate.BreakerOpenError
-	err := f.each(ctx, f.col(CollectionBreakers).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
+	err := each(f.col(CollectionBreakers).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
 		b, err := breakerFromSnapshot(s)
 		if err != nil {
 			return err
@@ -309,8 +309,8 @@ func (f *Firestore) OpenBreakers(ctx context.Context, now time.Time, cfg remedia
 	return out, nil
 }
 
-// each calls fn for every document of it.
-func (f *Firestore) each(ctx context.Context, it *firestore.DocumentIterator, fn func(*firestore.DocumentSnapshot) error) error {
+// each calls fn for every document of it, in order, and stops it.
+func each(it *firestore.DocumentIterator, fn func(*firestore.DocumentSnapshot) error) error {
 	defer it.Stop()
 	for {
 		s, err := it.Next()

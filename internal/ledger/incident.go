@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -249,23 +248,17 @@ func (f *FirestoreIncidents) OpenIncidentOf(ctx context.Context, node string) (r
 
 // OpenIncidents implements remediate.IncidentStore.
 func (f *FirestoreIncidents) OpenIncidents(ctx context.Context) ([]remediate.Incident, error) {
-	// rest: firestore.projects.databases.documents.runQuery
-	it := f.client.Collection(f.prefix+CollectionIncidents).Where("open", "==", true).Documents(ctx)
-	defer it.Stop()
 	var out []remediate.Incident
-	for {
-		s, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list open incidents: %w", err)
-		}
+	err := each(f.client.Collection(f.prefix+CollectionIncidents).Where("open", "==", true).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
 		var d incidentDoc
 		if err := s.DataTo(&d); err != nil {
-			return nil, fmt.Errorf("read %s: %w", s.Ref.Path, err)
+			return fmt.Errorf("read %s: %w", s.Ref.Path, err)
 		}
 		out = append(out, d.incident())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list open incidents: %w", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out, nil

@@ -120,7 +120,7 @@ func (f *Firestore) backfillSummaries(ctx context.Context) error {
 		}},
 	}
 	for _, src := range sources {
-		err := f.each(ctx, f.col(src.col).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
+		err := each(f.col(src.col).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
 			for round := 0; round < casRounds; round++ {
 				if !s.Exists() {
 					return nil // deleted meanwhile, with its summary field
