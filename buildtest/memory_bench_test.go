@@ -6,15 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/tpu-autoheal/autoheal/function"
-	"github.com/tpu-autoheal/autoheal/internal/emulator"
 	"github.com/tpu-autoheal/autoheal/internal/loadtest"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
@@ -28,30 +24,20 @@ import (
 func BenchmarkBuiltFunctionPeakRSS(b *testing.B) {
 	tpu := tpufake.New(tpufake.Fleet{})
 	defer tpu.Close()
-	app := layout(b)
-	bin := filepath.Join(b.TempDir(), "function")
-	goCmd(b, app, "build", "-o", bin, ".")
-	port := emulator.FreePort(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin)
-	cmd.Env = []string{
-		"PORT=" + port, "FUNCTION_TARGET=" + function.EntryPoint,
+	fn := startBuilt(b,
 		"FIRESTORE_EMULATOR_HOST=127.0.0.1:1", // never reached: every body is oversized
 		"AUTOHEAL_PROJECT=acme-ops", "AUTOHEAL_PROJECTS=acme-ml", "AUTOHEAL_RECORD_TO=stdout",
-		"AUTOHEAL_TPU_ENDPOINT=" + tpu.URL(),
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+		"AUTOHEAL_TPU_ENDPOINT="+tpu.URL(),
+	)
+	cmd := fn.Cmd
+	ctx := context.Background()
 
 	data := bytes.Repeat([]byte("A"), 10<<20*3/4) // 10 MB once base64-encoded
 	body, _ := json.Marshal(map[string]any{
 		"message":      map[string]any{"data": base64.StdEncoding.EncodeToString(data), "messageId": "1"},
 		"subscription": "projects/acme-ops/subscriptions/tpu-autoheal",
 	})
-	url := "http://127.0.0.1:" + port + "/"
+	url := fn.URL
 	for deadline := time.Now().Add(30 * time.Second); loadtest.Sequential(ctx, url, []byte("{}"), 1, time.Second) != nil; {
 		if time.Now().After(deadline) {
 			b.Fatal("function not answering after 30s")

@@ -5,44 +5,22 @@ package buildtest
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/tpu-autoheal/autoheal/function"
 	"github.com/tpu-autoheal/autoheal/internal/emulator"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
 
 func TestMain(m *testing.M) { os.Exit(emulator.Main(m, emulator.Firestore)) }
-
-// lockedBuffer collects the function's stdout while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // freshTerminate is testdata/terminate-maintenance.json with its timestamp
 // set to now, so the function does not skip it as stale.
@@ -79,35 +57,17 @@ func TestBuiltFunctionServesACloudEvent(t *testing.T) {
 	tpu := tpufake.New(fleetFile)
 	defer tpu.Close()
 
-	app := layout(t)
-	bin := filepath.Join(t.TempDir(), "function")
-	goCmd(t, app, "build", "-o", bin, ".")
-
-	port := emulator.FreePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin)
-	cmd.Env = []string{
-		"PORT=" + port,
-		"FUNCTION_TARGET=" + function.EntryPoint,
-		"FIRESTORE_EMULATOR_HOST=" + firestoreHost,
+	fn := startBuilt(t,
+		"FIRESTORE_EMULATOR_HOST="+firestoreHost,
 		"AUTOHEAL_PROJECT=acme-ops",
 		"AUTOHEAL_PROJECTS=acme-ml",
 		"AUTOHEAL_ZONES=us-central2-b",
 		// A database of its own, so reruns against a reused emulator start clean.
 		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=buildtest-%d", time.Now().UnixNano()%1e9),
 		"AUTOHEAL_RECORD_TO=stdout",
-		"AUTOHEAL_TPU_ENDPOINT=" + tpu.URL(),
-	}
-	stdout := &lockedBuffer{}
-	var stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
+		"AUTOHEAL_TPU_ENDPOINT="+tpu.URL(),
+	)
+	stdout, stderr := fn.Stdout, fn.Stderr
 
 	body, _ := json.Marshal(map[string]any{
 		"message": map[string]any{
@@ -120,7 +80,7 @@ func TestBuiltFunctionServesACloudEvent(t *testing.T) {
 	var resp *http.Response
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, fn.URL, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("ce-id", "4242")
 		req.Header.Set("ce-specversion", "1.0")
@@ -191,7 +151,7 @@ func TestBuiltFunctionServesACloudEvent(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no recovered record within 3 minutes of sweeps:\n%s", stdout.String())
 		}
-		resp, err := http.Post("http://127.0.0.1:"+port+"/", "application/json", bytes.NewReader(sweep))
+		resp, err := http.Post(fn.URL, "application/json", bytes.NewReader(sweep))
 		if err != nil {
 			t.Fatal(err)
 		}

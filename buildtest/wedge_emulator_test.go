@@ -7,7 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os/exec"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -37,31 +37,16 @@ func TestBuiltFunctionNeverWedges(t *testing.T) {
 	tpu := tpufake.New(fleet)
 	defer tpu.Close()
 
-	app := layout(t)
-	bin := filepath.Join(t.TempDir(), "function")
-	goCmd(t, app, "build", "-o", bin, ".")
-	port := emulator.FreePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin)
-	cmd.Env = []string{
-		"PORT=" + port,
-		"FUNCTION_TARGET=" + function.EntryPoint,
-		"FIRESTORE_EMULATOR_HOST=" + firestoreHost,
+	fn := startBuilt(t,
+		"FIRESTORE_EMULATOR_HOST="+firestoreHost,
 		"AUTOHEAL_PROJECT=acme-ops",
 		"AUTOHEAL_PROJECTS=acme-ml",
-		"AUTOHEAL_FIRESTORE_DATABASE=wedge-" + port,
+		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=wedge-%d", time.Now().UnixNano()%1e9), // a database of its own
 		"AUTOHEAL_RECORD_TO=stdout",
-		"AUTOHEAL_TPU_ENDPOINT=" + tpu.URL(),
-	}
-	var stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &lockedBuffer{}, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
+		"AUTOHEAL_TPU_ENDPOINT="+tpu.URL(),
+	)
+	stderr := fn.Stderr
+	ctx := context.Background()
 
 	push := func(data []byte) []byte {
 		b, _ := json.Marshal(map[string]any{
@@ -76,7 +61,7 @@ func TestBuiltFunctionNeverWedges(t *testing.T) {
 		push(bytes.Repeat([]byte(" "), 300<<10)),
 		bytes.Repeat([]byte("x"), function.MaxBodyBytes+1),
 	}
-	url := "http://127.0.0.1:" + port + "/"
+	url := fn.URL
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if err := loadtest.Sequential(ctx, url, bodies[1], 1, 2*time.Second); err == nil {
 			break
