@@ -46,6 +46,7 @@ const MaxStartupScriptBytes = 256 << 10
 // Function handles events with clients built once.
 type Function struct {
 	follow  time.Duration // SweepOptions.Follow: cfg.SweepFollow on the wall clock
+	kicker  Kicker        // follow kicks (kick.go); nil = none
 	diag    *slog.Logger
 	cfg     Config
 	handler *remediate.Handler
@@ -67,6 +68,8 @@ type deps struct {
 	maint      remediate.MaintenanceTPU // maintenance.go
 	notices    remediate.NoticeStore    // maintenance.go
 	incidents  remediate.IncidentStore  // resume.go
+	kicker     Kicker                   // kick.go
+	pubsub     []option.ClientOption    // kick.go
 }
 
 // Option replaces a dependency New would otherwise build (tests, `autoheal
@@ -201,6 +204,17 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		return fail(err)
 	}
 	wireResume(f.handler, &d, rc, f.diag) // resume.go
+	// kick.go: follow kicks, when a follow run has a window to follow in.
+	if cfg.SweepFollow > 0 {
+		switch {
+		case d.kicker != nil:
+			f.kicker = d.kicker
+		case cfg.KickTopic != "":
+			k := newPubSubKicker(cfg.KickTopic, d.pubsub)
+			f.closers = append(f.closers, k.Close)
+			f.kicker = k
+		}
+	}
 	return f, nil
 }
 
@@ -306,6 +320,11 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		f.handler.Reject(ctx, data, err)
 		return nil
 	}
+	if events.IsFollow(payload) {
+		// A follow kick (kick.go): always acknowledged.
+		f.handleFollow(ctx)
+		return nil
+	}
 	if events.IsSweep(payload) {
 		res, err := f.handler.Sweep(ctx, remediate.SweepOptions{
 			Projects: f.cfg.Projects, Zones: f.cfg.Zones, Budget: f.cfg.SweepBudget,
@@ -318,6 +337,9 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		}
 		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
 			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
+		if res.Chain {
+			f.kick(ctx, kickChain)
+		}
 		return nil
 	}
 	// Now: an entry dated more than events.MaxFutureSkew ahead is rejected
@@ -338,10 +360,12 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		// look at the opted-in nodes of its project and zone now.
 		return f.handleZoneHint(ctx, ev)
 	}
-	if _, err := f.handler.Handle(ctx, ev); err != nil {
+	r, err := f.handler.Handle(ctx, ev)
+	if err != nil {
 		// Handle returns only transient failures.
 		return fmt.Errorf("handle %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
 	}
+	f.kickAfter(ctx, r) // kick.go
 	return nil
 }
 
@@ -447,10 +471,11 @@ func readCapped(r io.Reader) ([]byte, error) {
 
 // Permissions are the IAM permissions the deployed function needs: the union
 // of what its TPU, ledger and record clients call, plus storage.objects.get
-// for a gs:// startup script. Sorted, without duplicates; Terraform's custom
-// role is checked against it.
+// for a gs:// startup script and pubsub.topics.publish for follow kicks
+// (kick.go). Sorted, without duplicates; Terraform's custom role is checked
+// against it.
 func Permissions() []string {
-	seen := map[string]bool{"storage.objects.get": true}
+	seen := map[string]bool{"storage.objects.get": true, "pubsub.topics.publish": true}
 	for _, list := range [][]string{tpuapi.Permissions, ledger.Permissions, record.Permissions} {
 		for _, p := range list {
 			seen[p] = true
