@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,7 +53,18 @@ func BenchmarkWave(b *testing.B) {
 	startEmulators(b)
 	bin := buildCLI(b)
 	phase := envDuration("WAVE_SWEEP_PHASE", 30*time.Second) // first sweep this long after the wave
-	for _, n := range []int{1, 8, 32, 128} {
+	pods := []int{1, 8, 32, 128}
+	if v := os.Getenv("WAVE_PODS"); v != "" { // e.g. WAVE_PODS=1,8,32
+		pods = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("WAVE_PODS=%q: want pod counts such as 1,8,32", v)
+			}
+			pods = append(pods, n)
+		}
+	}
+	for _, n := range pods {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			for range b.N {
 				wave(b, bin, n, phase)
@@ -86,26 +100,32 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 	if err := os.WriteFile(script, []byte(startupScript), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	suffix := fmt.Sprint(time.Now().UnixNano() % 1e9)
+	tp := topic + "-" + suffix
 	// The module's defaults: only what points the function at the
-	// emulators and the fake is set.
+	// emulators and the fake is set, and the kick topic, which the module
+	// sets to its events topic.
 	addr, out := serve(b, bin, []string{
 		"AUTOHEAL_PROJECT=" + project, "AUTOHEAL_PROJECTS=" + project, "AUTOHEAL_ZONES=" + zone,
 		"AUTOHEAL_TPU_ENDPOINT=" + srv.URL(), "AUTOHEAL_RECORD_TO=stdout", "AUTOHEAL_STARTUP_SCRIPT=" + script,
 		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=wave-%d", time.Now().UnixNano()%1e9),
+		"AUTOHEAL_KICK_TOPIC=" + tp,
 	})
+	// Pushes go through a counter of follow kicks and their answers.
+	kicks := &kickCounter{target: "http://" + addr}
+	proxy := httptest.NewServer(kicks)
+	defer proxy.Close()
 	client, err := pubsub.NewClient(ctx, project)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer client.Close()
-	suffix := fmt.Sprint(time.Now().UnixNano() % 1e9)
-	tp := topic + "-" + suffix
 	if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: tp}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
 		Name: "projects/" + project + "/subscriptions/wave-" + suffix, Topic: tp,
-		PushConfig:         &pubsubpb.PushConfig{PushEndpoint: "http://" + addr + "/" + tp},
+		PushConfig:         &pubsubpb.PushConfig{PushEndpoint: proxy.URL + "/" + tp},
 		AckDeadlineSeconds: 60,
 		RetryPolicy:        &pubsubpb.RetryPolicy{MinimumBackoff: durationpb.New(10 * time.Second), MaximumBackoff: durationpb.New(600 * time.Second)},
 	}); err != nil {
@@ -179,8 +199,9 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 	rt := float64(last) / float64(waveRecreate)
 	b.ReportMetric(rt, "recreate-times")
 	b.ReportMetric(last.Seconds(), "s-to-last-READY")
-	line := fmt.Sprintf("wave: %d pods, all %d deletes issued after %v, last READY after %v = %.2f recreate times (delete %v + create %v; first sweep %v after the wave, then every %v)",
-		n, want, firstDelete.Round(time.Millisecond), last.Round(time.Millisecond), rt, waveDelete, waveCreate, phase, waveSweep)
+	k, kNot2xx := kicks.counts()
+	line := fmt.Sprintf("wave: %d pods, all %d deletes issued after %v, last READY after %v = %.2f recreate times (delete %v + create %v; first sweep %v after the wave, then every %v); %d follow kicks delivered, %d not answered 2xx",
+		n, want, firstDelete.Round(time.Millisecond), last.Round(time.Millisecond), rt, waveDelete, waveCreate, phase, waveSweep, k, kNot2xx)
 	if n > remediate.DefaultBreakerLimit {
 		// The breaker: the rest are not recreated, and it says so once.
 		time.Sleep(waveSweep + 5*time.Second)
@@ -194,6 +215,51 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 	}
 	b.Log(line)
 	fmt.Println(line)
+}
+
+// kickCounter forwards push requests to the served function unchanged and
+// counts those carrying the follow kick, and the ones not answered 2xx
+// (which Pub/Sub would redeliver, and in the end dead-letter).
+type kickCounter struct {
+	target       string
+	mu           sync.Mutex
+	kicks, not2x int
+}
+
+func (k *kickCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	payload, _, _ := events.Unwrap(body)
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, k.target+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	req.Header = r.Header.Clone()
+	status := http.StatusBadGateway
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		status = resp.StatusCode
+	}
+	if events.IsFollow(payload) {
+		k.mu.Lock()
+		k.kicks++
+		if status/100 != 2 {
+			k.not2x++
+		}
+		k.mu.Unlock()
+	}
+	w.WriteHeader(status)
+}
+
+func (k *kickCounter) counts() (kicks, not2xx int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.kicks, k.not2x
 }
 
 func publishTo(b *testing.B, bin, topic, file string) {
