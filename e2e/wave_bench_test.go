@@ -39,8 +39,11 @@ import (
 // It reports the time from the wave (entries published) until the last pod
 // is READY with our generation label, in recreate times (delete + create
 // operation durations), and for 128 pods in one zone that the storm breaker
-// stops at its default. Nothing is asserted on time: the numbers go in the
-// README.
+// stops at its default. WAVE_SWEEP_PHASE (default 30s) is how long after
+// the wave the first sweep comes; WAVE_PODS (default 1,8,32,128) the wave
+// sizes. The served function kicks a follower through the emulator topic
+// (AUTOHEAL_KICK_TOPIC, as the module sets it), so the phase should not
+// matter. Nothing is asserted on time: the numbers go in the README.
 const (
 	waveDelete   = 10 * time.Second
 	waveCreate   = 20 * time.Second
