@@ -202,9 +202,11 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 	rt := float64(last) / float64(waveRecreate)
 	b.ReportMetric(rt, "recreate-times")
 	b.ReportMetric(last.Seconds(), "s-to-last-READY")
-	k, kNot2xx := kicks.counts()
-	line := fmt.Sprintf("wave: %d pods, all %d deletes issued after %v, last READY after %v = %.2f recreate times (delete %v + create %v; first sweep %v after the wave, then every %v); %d follow kicks delivered, %d not answered 2xx",
-		n, want, firstDelete.Round(time.Millisecond), last.Round(time.Millisecond), rt, waveDelete, waveCreate, phase, waveSweep, k, kNot2xx)
+	// A follower answers once nothing is left to follow (at most
+	// AUTOHEAL_SWEEP_FOLLOW, 50 s): wait for those answers.
+	k, kNot2xx, kPending := kicks.counts(55 * time.Second)
+	line := fmt.Sprintf("wave: %d pods, all %d deletes issued after %v, last READY after %v = %.2f recreate times (delete %v + create %v; first sweep %v after the wave, then every %v); %d follow kicks delivered, %d answered non-2xx, %d unanswered",
+		n, want, firstDelete.Round(time.Millisecond), last.Round(time.Millisecond), rt, waveDelete, waveCreate, phase, waveSweep, k, kNot2xx, kPending)
 	if n > remediate.DefaultBreakerLimit {
 		// The breaker: the rest are not recreated, and it says so once.
 		time.Sleep(waveSweep + 5*time.Second)
@@ -218,15 +220,20 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 	}
 	b.Log(line)
 	fmt.Println(line)
+	if dir := os.Getenv("WAVE_LOG_DIR"); dir != "" { // the records, to see where the time went
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("wave-%d.jsonl", n)), []byte(strings.Join(out.all(), "\n")+"\n"), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
 }
 
 // kickCounter forwards push requests to the served function unchanged and
 // counts those carrying the follow kick, and the ones not answered 2xx
 // (which Pub/Sub would redeliver, and in the end dead-letter).
 type kickCounter struct {
-	target       string
-	mu           sync.Mutex
-	kicks, not2x int
+	target                string
+	mu                    sync.Mutex
+	kicks, not2x, pending int
 }
 
 func (k *kickCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -236,6 +243,13 @@ func (k *kickCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	payload, _, _ := events.Unwrap(body)
+	kick := events.IsFollow(payload)
+	if kick {
+		k.mu.Lock()
+		k.kicks++
+		k.pending++
+		k.mu.Unlock()
+	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, k.target+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -248,9 +262,9 @@ func (k *kickCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		resp.Body.Close()
 		status = resp.StatusCode
 	}
-	if events.IsFollow(payload) {
+	if kick {
 		k.mu.Lock()
-		k.kicks++
+		k.pending--
 		if status/100 != 2 {
 			k.not2x++
 		}
@@ -259,10 +273,19 @@ func (k *kickCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 }
 
-func (k *kickCounter) counts() (kicks, not2xx int) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.kicks, k.not2x
+// counts waits up to wait for the kicks still being followed to be
+// answered, then says how many arrived and how many were not answered 2xx.
+func (k *kickCounter) counts(wait time.Duration) (kicks, not2xx, pending int) {
+	deadline := time.Now().Add(wait)
+	for {
+		k.mu.Lock()
+		kicks, not2xx, pending = k.kicks, k.not2x, k.pending
+		k.mu.Unlock()
+		if pending == 0 || time.Now().After(deadline) {
+			return kicks, not2xx, pending
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func publishTo(b *testing.B, bin, topic, file string) {

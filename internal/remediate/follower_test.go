@@ -268,3 +268,50 @@ func TestSweepDoesNotFollowWhileAnotherFollowerHoldsTheLease(t *testing.T) {
 		t.Errorf("a sweep that did not hold the lease chains")
 	}
 }
+
+// A wave's recoveries come due seconds apart: a follower must take each one
+// when its own look comes due, not only the first. (It once marked every
+// listed recovery as looked at when it took the first due one, so the
+// others seemed stuck and waited for the next sweep: a wave landing just
+// after a sweep took 2.5 recreate times.) On the wall clock, about 2 s.
+func TestFollowTakesEachRecoveryWhenItsLookComesDue(t *testing.T) {
+	ctx := context.Background()
+	var nodes []*tpu.Node
+	for _, id := range []string{"a", "b"} {
+		n := sweptNode(id, "READY", "HEALTHY")
+		n.Labels[remediate.GenerationLabel] = "1"
+		nodes = append(nodes, n)
+	}
+	fake := tpufake.New(tpufake.Fleet{Nodes: nodes})
+	t.Cleanup(fake.Close)
+	svc, err := fake.Service(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := ledger.NewMemory()
+	cfg := remediate.DefaultConfig()
+	cfg.StartupScript = script
+	now := time.Now()
+	for i, n := range nodes {
+		rec, err := store.Claim(ctx, remediate.ClaimRequest{Node: n.Name, Project: project, Zone: zone, Holder: "delivery", Now: now, Action: remediate.ActionRecreate, Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a is due now; b 1.5 s later, after the follower's first round.
+		rec.Phase, rec.UpdatedAt, rec.NextLookAt = remediate.PhaseCreated, now, now.Add(time.Duration(i)*1500*time.Millisecond)
+		if err := store.Update(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &remediate.Handler{TPU: tpuapi.New(svc), Store: store, Recorder: &records{}, Config: cfg, Holder: "test"}
+	if _, err := h.Follow(ctx, 10*time.Second); err != nil {
+		t.Fatalf("Follow: %v", err)
+	}
+	left, err := store.Unfinished(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range left {
+		t.Errorf("%s still %s after following (next look %v): the follower did not take it when it came due", rec.Node, rec.Phase, rec.NextLookAt.Sub(now))
+	}
+}

@@ -183,9 +183,14 @@ func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool,
 			case <-t.C:
 			}
 		}
+		// Only a recovery due now is looked at, so only it is marked
+		// looked: marking one whose look is still ahead (a wave's
+		// recoveries come due seconds apart) would leave it "stuck" at
+		// the next round and unfollowed until the next sweep.
+		before := h.now()
 		take := func(node string) bool {
 			rec, ok := current[node]
-			if ok {
+			if ok && !before.Before(rec.LeaseUntil) && !before.Before(rec.NextLookAt) {
 				looked[node] = rec.NextLookAt
 			}
 			return ok
