@@ -337,9 +337,7 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		}
 		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
 			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
-		if res.Chain {
-			f.kick(ctx, kickChain)
-		}
+		f.chain(ctx, res.Chain) // kick.go
 		return nil
 	}
 	// Now: an entry dated more than events.MaxFutureSkew ahead is rejected

@@ -112,6 +112,7 @@ func (f *Function) kick(ctx context.Context, why string) {
 	defer cancel()
 	if err := f.kicker.Kick(ctx); err != nil {
 		f.diag.Warn("follow kick not published; the next sweep follows instead", "event", KickEvent, "why", why, "error", err.Error())
+		f.handler.KickFailed(ctx) // the next delivery may kick again at once
 		return
 	}
 	f.diag.Info("follow kick published ("+why+")", "event", KickEvent, "why", why)
@@ -135,7 +136,13 @@ func (f *Function) handleFollow(ctx context.Context) {
 	} else if res.Followed {
 		f.diag.Info(fmt.Sprintf("follow: %d records", len(res.Records)), "event", KickEvent, "records", len(res.Records), "chain", res.Chain)
 	}
-	if res.Chain {
+	f.chain(ctx, res.Chain)
+}
+
+// chain publishes one more kick for a follower that ended with looks still
+// due, unless a kick is already pending or a follower took over.
+func (f *Function) chain(ctx context.Context, wanted bool) {
+	if wanted && f.kicker != nil && f.handler.ChainWanted(ctx) {
 		f.kick(ctx, kickChain)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // The follower lease is one document, state/follower, with the fields
-// holder, until and updatedAt. Taking and releasing it are conditional
+// holder, until, updatedAt and kickAt (a kick pending since then). Taking and releasing it are conditional
 // writes on the document as read (commit's update-time precondition), so
 // of concurrent takers exactly one wins; a loser reads again and sees the
 // winner's live lease.
@@ -22,6 +22,7 @@ type followerDoc struct {
 	Holder    string    `firestore:"holder"`
 	Until     time.Time `firestore:"until"`
 	UpdatedAt time.Time `firestore:"updatedAt"`
+	KickAt    time.Time `firestore:"kickAt"`
 }
 
 func (f *Firestore) followerRef() *firestore.DocumentRef {
@@ -98,4 +99,41 @@ func (f *Firestore) FollowerHeld(ctx context.Context, now time.Time) (bool, erro
 		return false, fmt.Errorf("read follower lease: %w", err)
 	}
 	return d.Holder != "" && d.Until.After(now), nil
+}
+
+// ClaimKick implements remediate.FollowerLease.
+func (f *Firestore) ClaimKick(ctx context.Context, now time.Time, pending time.Duration) (bool, error) {
+	var err error
+	for round := 0; round < casRounds; round++ {
+		var snap *firestore.DocumentSnapshot
+		var d followerDoc
+		if snap, d, err = f.readFollower(ctx); err != nil {
+			return false, fmt.Errorf("claim kick: %w", err)
+		}
+		if d.Holder != "" && d.Until.After(now) {
+			return false, nil
+		}
+		if !d.KickAt.IsZero() && now.Before(d.KickAt.Add(pending)) {
+			return false, nil
+		}
+		if err = f.commit(ctx, write{snap: snap, data: map[string]any{"kickAt": now}}); err == nil {
+			return true, nil
+		}
+		if !lostRace(err) {
+			return false, fmt.Errorf("claim kick: %w", err)
+		}
+		// Another delivery noted a kick (or a follower took the lease)
+		// meanwhile; look again.
+	}
+	return false, fmt.Errorf("claim kick: contention persisted: %w", err)
+}
+
+// ClearKick implements remediate.FollowerLease: an unconditional merge of
+// kickAt alone (a conditional lease write racing it reads again).
+func (f *Firestore) ClearKick(ctx context.Context) error {
+	w := write{ref: f.followerRef(), data: map[string]any{"kickAt": time.Time{}}, merge: []firestore.FieldPath{{"kickAt"}}}
+	if err := f.commit(ctx, w); err != nil {
+		return fmt.Errorf("clear pending kick: %w", err)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ type memoryFollower struct {
 	mu     sync.Mutex
 	holder string
 	until  time.Time
+	kickAt time.Time // a kick pending since then; zero = none
 }
 
 var _ remediate.FollowerLease = (*Memory)(nil)
@@ -50,4 +51,28 @@ func (m *Memory) FollowerHeld(ctx context.Context, now time.Time) (bool, error) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.holder != "" && f.until.After(now), nil
+}
+
+// ClaimKick implements remediate.FollowerLease.
+func (m *Memory) ClaimKick(ctx context.Context, now time.Time, pending time.Duration) (bool, error) {
+	f := &m.follower
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.holder != "" && f.until.After(now) {
+		return false, nil
+	}
+	if !f.kickAt.IsZero() && now.Before(f.kickAt.Add(pending)) {
+		return false, nil
+	}
+	f.kickAt = now
+	return true, nil
+}
+
+// ClearKick implements remediate.FollowerLease.
+func (m *Memory) ClearKick(ctx context.Context) error {
+	f := &m.follower
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kickAt = time.Time{}
+	return nil
 }

@@ -23,7 +23,21 @@ type FollowerLease interface {
 	ReleaseFollower(ctx context.Context, holder string) error
 	// FollowerHeld reports whether someone's lease is live at now.
 	FollowerHeld(ctx context.Context, now time.Time) (bool, error)
+	// ClaimKick is asked by whoever would publish a follow kick: false
+	// when the lease is live at now, or a kick noted less than pending
+	// before now has not been answered yet (ClearKick); else it notes a
+	// kick pending at now and returns true: the caller publishes. Of
+	// concurrent callers at most one gets true.
+	ClaimKick(ctx context.Context, now time.Time, pending time.Duration) (bool, error)
+	// ClearKick forgets the pending kick: a follow run is answering it.
+	ClearKick(ctx context.Context) error
 }
+
+// KickPending is how long a published kick keeps other deliveries from
+// publishing another while no follow run has answered it: the time a kick
+// may take to come back through Pub/Sub and a cold start. A kick that was
+// lost costs at most this (or the wait for the minute sweep).
+const KickPending = 30 * time.Second
 
 // FollowResult is what a follow run did.
 type FollowResult struct {
@@ -53,6 +67,14 @@ func (h *Handler) Follow(ctx context.Context, window time.Duration) (FollowResul
 	}
 	start := h.now()
 	over := func() bool { return ctx.Err() != nil }
+	if lease, ok := h.Store.(FollowerLease); ok {
+		// First, before looking for anything to follow: a delivery that
+		// saw this kick pending and did not publish saved its recovery
+		// before it looked, so the look below sees that recovery.
+		if err := lease.ClearKick(ctx); err != nil {
+			h.log().Warn("follow: clear the pending kick failed; deliveries kick again once it is stale", "error", err.Error())
+		}
+	}
 	var mu sync.Mutex
 	add := func(r Record, recorded bool) {
 		if recorded {
@@ -138,23 +160,50 @@ func chainWanted(recs []Recovery, looked map[string]time.Time, now time.Time, wi
 
 // KickWanted reports whether a delivery whose record is r should publish a
 // follow kick: it left a recovery unfinished with a next look (it issued a
-// delete, reset or create and returned, or backed off), and no follower
-// holds the lease (one ledger read). A lease that cannot be read counts as
-// free: a spare kick costs one short request, a missing one up to a minute.
+// delete, reset or create and returned, or backed off), no follower holds
+// the lease, and no kick is pending (FollowerLease.ClaimKick: one read, and
+// one write by the delivery that kicks). A ledger that cannot say counts
+// as "kick": a spare kick costs one short request, a missing one up to a
+// minute.
+//
+// Why a skipped kick is safe: the delivery saved its recovery before this
+// read. A live lease's holder looks at the unfinished recoveries after it
+// releases the lease (followLeased), so it sees the recovery and chains; a
+// pending kick's run clears the mark after this read and only then looks
+// for recoveries to follow, so it sees it too.
 func (h *Handler) KickWanted(ctx context.Context, r Record) bool {
 	if !LeftForLater(r) {
 		return false
 	}
+	return h.claimKick(ctx, r.Node)
+}
+
+// ChainWanted is KickWanted for a follower that ended with looks still due
+// (FollowResult.Chain, SweepResult.Chain): false when a kick is already
+// pending or a follower already holds the lease again.
+func (h *Handler) ChainWanted(ctx context.Context) bool { return h.claimKick(ctx, "") }
+
+func (h *Handler) claimKick(ctx context.Context, node string) bool {
 	lease, ok := h.Store.(FollowerLease)
 	if !ok {
 		return true
 	}
-	held, err := lease.FollowerHeld(ctx, h.now())
+	kick, err := lease.ClaimKick(ctx, h.now(), KickPending)
 	if err != nil {
-		h.log().Warn("follow: read the follower lease failed; kicking anyway", "node", r.Node, "error", err.Error())
+		h.log().Warn("follow: read the follower lease failed; kicking anyway", "node", node, "error", err.Error())
 		return true
 	}
-	return !held
+	return kick
+}
+
+// KickFailed forgets the pending kick a failed publish noted, so the next
+// delivery kicks again rather than wait for it to go stale.
+func (h *Handler) KickFailed(ctx context.Context) {
+	if lease, ok := h.Store.(FollowerLease); ok {
+		if err := lease.ClearKick(ctx); err != nil {
+			h.log().Warn("follow: clear the pending kick failed", "error", err.Error())
+		}
+	}
 }
 
 // LeftForLater reports whether r is the record of a recreate or reset step

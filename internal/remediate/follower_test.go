@@ -315,3 +315,80 @@ func TestFollowTakesEachRecoveryWhenItsLookComesDue(t *testing.T) {
 		t.Errorf("%s still %s after following (next look %v): the follower did not take it when it came due", rec.Node, rec.Phase, rec.NextLookAt.Sub(now))
 	}
 }
+
+// One kick for a wave, not one per pod: while a published kick has not
+// been answered, other deliveries do not publish; a follow run answering
+// it clears it, and a kick never answered goes stale after KickPending.
+func TestOneKickIsPendingAtATime(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{now: start}
+	store := ledger.NewMemory(ledger.WithClock(clk.Now))
+	h := &remediate.Handler{Store: store, Now: clk.Now, Config: remediate.DefaultConfig(), Holder: "test"}
+	left := remediate.Record{Node: nodeName, Action: remediate.ActionRecreate, Phase: remediate.PhaseDeleting}
+	if !h.KickWanted(ctx, left) {
+		t.Fatal("first delivery: KickWanted = false")
+	}
+	if h.KickWanted(ctx, left) {
+		t.Error("second delivery while the first kick is pending: KickWanted = true")
+	}
+	if h.ChainWanted(ctx) {
+		t.Error("a chain while a kick is pending: ChainWanted = true")
+	}
+	if _, err := h.Follow(ctx, 50*time.Second); err != nil { // the kick's run: nothing to follow here
+		t.Fatal(err)
+	}
+	if !h.KickWanted(ctx, left) {
+		t.Error("after a follow run answered the kick: KickWanted = false")
+	}
+	clk.Advance(remediate.KickPending)
+	if !h.KickWanted(ctx, left) {
+		t.Error("a kick pending for KickPending without an answer still blocks kicks")
+	}
+	h.KickFailed(ctx)
+	if !h.KickWanted(ctx, left) {
+		t.Error("after a failed publish: KickWanted = false")
+	}
+}
+
+// The other race: a delivery that does not kick because a kick is pending
+// is followed by that kick's run, which looks for recoveries only after it
+// cleared the pending mark.
+func TestPendingKicksRunFollowsTheDeliveryThatDidNotKick(t *testing.T) {
+	h, store, _, clk := followEnv(t)
+	ctx := context.Background()
+	if !h.KickWanted(ctx, remediate.Record{Node: "another", Action: remediate.ActionRecreate, Phase: remediate.PhaseDeleting}) {
+		t.Fatal("the first delivery's KickWanted = false")
+	}
+	r, err := h.Handle(ctx, terminate("wave-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !remediate.LeftForLater(r) {
+		t.Fatalf("the delivery (%s, %q) left nothing for later", r.Action, r.Phase)
+	}
+	if h.KickWanted(ctx, r) {
+		t.Fatal("a delivery kicked while a kick was pending")
+	}
+	var saw []string
+	store.afterTake = func() {
+		recs, _ := store.Unfinished(ctx)
+		for _, rec := range recs {
+			saw = append(saw, rec.Node)
+		}
+		clk.Advance(51 * time.Second) // the window ends at once
+	}
+	res, err := h.Follow(ctx, 50*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Followed || !res.Chain {
+		t.Errorf("the pending kick's run: followed %v, chain %v; want it to hold the lease and chain for %s", res.Followed, res.Chain, nodeName)
+	}
+	found := false
+	for _, n := range saw {
+		found = found || n == nodeName
+	}
+	if !found {
+		t.Errorf("the run followed %v, not the delivery's %s", saw, nodeName)
+	}
+}

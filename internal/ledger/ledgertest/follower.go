@@ -99,6 +99,85 @@ func runFollower(t *testing.T, newStore NewStore, opts Options) {
 		}
 	})
 
+	t.Run("pending kick: one at a time, none while the lease is held, cleared by a follow run, stale after its time", func(t *testing.T) {
+		l := followerOf(t, newStore(t))
+		claim := func(now time.Time) bool {
+			t.Helper()
+			ok, err := l.ClaimKick(ctx, now, 30*time.Second)
+			if err != nil {
+				t.Fatalf("ClaimKick: %v", err)
+			}
+			return ok
+		}
+		if !claim(t0) {
+			t.Fatal("ClaimKick on a fresh store = false")
+		}
+		if claim(t0.Add(time.Second)) {
+			t.Error("a second ClaimKick while a kick is pending = true")
+		}
+		if !claim(t0.Add(30 * time.Second)) {
+			t.Error("ClaimKick once the pending kick is stale = false")
+		}
+		if err := l.ClearKick(ctx); err != nil {
+			t.Fatalf("ClearKick: %v", err)
+		}
+		if !mustTake(t, l, "a", t0.Add(31*time.Second), until.Add(time.Minute)) {
+			t.Fatal("TakeFollower after ClearKick = false (ClearKick must leave the lease alone)")
+		}
+		if claim(t0.Add(32 * time.Second)) {
+			t.Error("ClaimKick while a follower holds the lease = true")
+		}
+		if err := l.ReleaseFollower(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if !claim(t0.Add(33 * time.Second)) {
+			t.Error("ClaimKick after the follower released (no kick pending) = false")
+		}
+		if err := l.ClearKick(ctx); err != nil {
+			t.Fatalf("ClearKick: %v", err)
+		}
+		if !claim(t0.Add(34 * time.Second)) {
+			t.Error("ClaimKick after ClearKick = false")
+		}
+	})
+
+	t.Run("pending kick: of many concurrent claimants at most one publishes", func(t *testing.T) {
+		s := newStore(t)
+		n := min(opts.Claimants, 16)
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			wins int
+			errs []error
+		)
+		start := make(chan struct{})
+		for range n {
+			store := s
+			if opts.NewClaimant != nil {
+				store = opts.NewClaimant(t, s)
+			}
+			l := followerOf(t, store)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				ok, err := l.ClaimKick(ctx, t0, 30*time.Second)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				} else if ok {
+					wins++
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if wins != 1 || len(errs) != 0 {
+			t.Errorf("%d concurrent ClaimKick: %d published, errors %v; want exactly 1 and no errors", n, wins, errs)
+		}
+	})
+
 	t.Run("follower lease: of many concurrent takers exactly one wins", func(t *testing.T) {
 		s := newStore(t)
 		n := min(opts.Claimants, 16)
