@@ -1,6 +1,6 @@
 // Package function is the Cloud Function (gen2) adapter: it turns the
-// Pub/Sub delivery carrying a TPU audit log entry (or a sweep request)
-// into a call of the remediate.Handler, with clients built once from the
+// Pub/Sub delivery carrying a TPU audit log entry (or a sweep request, or
+// a follow kick, kick.go) into a call of the remediate.Handler, with clients built once from the
 // AUTOHEAL_* configuration.
 //
 // It only wires. It must never decide what to do about a node (remediate
@@ -311,7 +311,9 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // HandleMessage handles the body of one delivery, in any form ServeHTTP
-// accepts: a sweep request runs a sweep; a log entry is parsed and handled.
+// accepts: a follow kick follows the unfinished recoveries (always
+// acknowledged); a sweep request runs a sweep; a log entry is parsed and
+// handled, and kicks a follower when it left a recovery waiting.
 // It returns an error only when a retry can help (Pub/Sub then redelivers):
 // malformed, foreign and stale input is recorded and acknowledged.
 func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
