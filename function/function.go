@@ -1,7 +1,7 @@
 // Package function is the Cloud Function (gen2) adapter: it turns the
 // Pub/Sub delivery carrying a TPU audit log entry (or a sweep request, or
-// a follow kick, kick.go) into a call of the remediate.Handler, with clients built once from the
-// AUTOHEAL_* configuration.
+// a follow kick, kick.go) into a call of the remediate.Handler, with
+// clients built once from the AUTOHEAL_* configuration.
 //
 // It only wires. It must never decide what to do about a node (remediate
 // does), never call log.Fatal or os.Exit, and never do I/O at import time:
