@@ -247,9 +247,19 @@ func serve(t testing.TB, bin string, env []string) (addr string, stdout *lines) 
 	}
 	var stderr bytes.Buffer
 	var stderrMu sync.Mutex
+	var tee io.Writer = io.Discard
+	if dir := os.Getenv("WAVE_LOG_DIR"); dir != "" { // the function's diagnostics, kept for a look
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("serve-%d.stderr", time.Now().UnixNano())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		tee = f
+	}
 	cmd.Stderr = writerFunc(func(b []byte) (int, error) {
 		stderrMu.Lock()
 		defer stderrMu.Unlock()
+		tee.Write(b)
 		return stderr.Write(b)
 	})
 	if err := cmd.Start(); err != nil {

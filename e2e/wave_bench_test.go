@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,8 +39,11 @@ import (
 // It reports the time from the wave (entries published) until the last pod
 // is READY with our generation label, in recreate times (delete + create
 // operation durations), and for 128 pods in one zone that the storm breaker
-// stops at its default. Nothing is asserted on time: the numbers go in the
-// README.
+// stops at its default. WAVE_SWEEP_PHASE (default 30s) is how long after
+// the wave the first sweep comes; WAVE_PODS (default 1,8,32,128) the wave
+// sizes. The served function kicks a follower through the emulator topic
+// (AUTOHEAL_KICK_TOPIC, as the module sets it), so the phase should not
+// matter. Nothing is asserted on time: the numbers go in the README.
 const (
 	waveDelete   = 10 * time.Second
 	waveCreate   = 20 * time.Second
@@ -50,7 +56,18 @@ func BenchmarkWave(b *testing.B) {
 	startEmulators(b)
 	bin := buildCLI(b)
 	phase := envDuration("WAVE_SWEEP_PHASE", 30*time.Second) // first sweep this long after the wave
-	for _, n := range []int{1, 8, 32, 128} {
+	pods := []int{1, 8, 32, 128}
+	if v := os.Getenv("WAVE_PODS"); v != "" { // e.g. WAVE_PODS=1,8,32
+		pods = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("WAVE_PODS=%q: want pod counts such as 1,8,32", v)
+			}
+			pods = append(pods, n)
+		}
+	}
+	for _, n := range pods {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			for range b.N {
 				wave(b, bin, n, phase)
@@ -86,26 +103,32 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 	if err := os.WriteFile(script, []byte(startupScript), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	suffix := fmt.Sprint(time.Now().UnixNano() % 1e9)
+	tp := topic + "-" + suffix
 	// The module's defaults: only what points the function at the
-	// emulators and the fake is set.
+	// emulators and the fake is set, and the kick topic, which the module
+	// sets to its events topic.
 	addr, out := serve(b, bin, []string{
 		"AUTOHEAL_PROJECT=" + project, "AUTOHEAL_PROJECTS=" + project, "AUTOHEAL_ZONES=" + zone,
 		"AUTOHEAL_TPU_ENDPOINT=" + srv.URL(), "AUTOHEAL_RECORD_TO=stdout", "AUTOHEAL_STARTUP_SCRIPT=" + script,
 		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=wave-%d", time.Now().UnixNano()%1e9),
+		"AUTOHEAL_KICK_TOPIC=" + tp,
 	})
+	// Pushes go through a counter of follow kicks and their answers.
+	kicks := &kickCounter{target: "http://" + addr}
+	proxy := httptest.NewServer(kicks)
+	defer proxy.Close()
 	client, err := pubsub.NewClient(ctx, project)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer client.Close()
-	suffix := fmt.Sprint(time.Now().UnixNano() % 1e9)
-	tp := topic + "-" + suffix
 	if _, err := client.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: tp}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := client.SubscriptionAdminClient.CreateSubscription(ctx, &pubsubpb.Subscription{
 		Name: "projects/" + project + "/subscriptions/wave-" + suffix, Topic: tp,
-		PushConfig:         &pubsubpb.PushConfig{PushEndpoint: "http://" + addr + "/" + tp},
+		PushConfig:         &pubsubpb.PushConfig{PushEndpoint: proxy.URL + "/" + tp},
 		AckDeadlineSeconds: 60,
 		RetryPolicy:        &pubsubpb.RetryPolicy{MinimumBackoff: durationpb.New(10 * time.Second), MaximumBackoff: durationpb.New(600 * time.Second)},
 	}); err != nil {
@@ -179,8 +202,11 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 	rt := float64(last) / float64(waveRecreate)
 	b.ReportMetric(rt, "recreate-times")
 	b.ReportMetric(last.Seconds(), "s-to-last-READY")
-	line := fmt.Sprintf("wave: %d pods, all %d deletes issued after %v, last READY after %v = %.2f recreate times (delete %v + create %v; first sweep %v after the wave, then every %v)",
-		n, want, firstDelete.Round(time.Millisecond), last.Round(time.Millisecond), rt, waveDelete, waveCreate, phase, waveSweep)
+	// A follower answers once nothing is left to follow (at most
+	// AUTOHEAL_SWEEP_FOLLOW, 50 s): wait for those answers.
+	k, kNot2xx, kPending := kicks.counts(55 * time.Second)
+	line := fmt.Sprintf("wave: %d pods, all %d deletes issued after %v, last READY after %v = %.2f recreate times (delete %v + create %v; first sweep %v after the wave, then every %v); %d follow kicks delivered, %d answered non-2xx, %d unanswered",
+		n, want, firstDelete.Round(time.Millisecond), last.Round(time.Millisecond), rt, waveDelete, waveCreate, phase, waveSweep, k, kNot2xx, kPending)
 	if n > remediate.DefaultBreakerLimit {
 		// The breaker: the rest are not recreated, and it says so once.
 		time.Sleep(waveSweep + 5*time.Second)
@@ -194,6 +220,72 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 	}
 	b.Log(line)
 	fmt.Println(line)
+	if dir := os.Getenv("WAVE_LOG_DIR"); dir != "" { // the records, to see where the time went
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("wave-%d.jsonl", n)), []byte(strings.Join(out.all(), "\n")+"\n"), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// kickCounter forwards push requests to the served function unchanged and
+// counts those carrying the follow kick, and the ones not answered 2xx
+// (which Pub/Sub would redeliver, and in the end dead-letter).
+type kickCounter struct {
+	target                string
+	mu                    sync.Mutex
+	kicks, not2x, pending int
+}
+
+func (k *kickCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	payload, _, _ := events.Unwrap(body)
+	kick := events.IsFollow(payload)
+	if kick {
+		k.mu.Lock()
+		k.kicks++
+		k.pending++
+		k.mu.Unlock()
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, k.target+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	req.Header = r.Header.Clone()
+	status := http.StatusBadGateway
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		status = resp.StatusCode
+	}
+	if kick {
+		k.mu.Lock()
+		k.pending--
+		if status/100 != 2 {
+			k.not2x++
+		}
+		k.mu.Unlock()
+	}
+	w.WriteHeader(status)
+}
+
+// counts waits up to wait for the kicks still being followed to be
+// answered, then says how many arrived and how many were not answered 2xx.
+func (k *kickCounter) counts(wait time.Duration) (kicks, not2xx, pending int) {
+	deadline := time.Now().Add(wait)
+	for {
+		k.mu.Lock()
+		kicks, not2xx, pending = k.kicks, k.not2x, k.pending
+		k.mu.Unlock()
+		if pending == 0 || time.Now().After(deadline) {
+			return kicks, not2xx, pending
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func publishTo(b *testing.B, bin, topic, file string) {

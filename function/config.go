@@ -62,6 +62,13 @@ type Config struct {
 	SweepFollow time.Duration `split_words:"true" default:"50s"`
 	// LookAgain is how soon an operation in progress is looked at again.
 	LookAgain time.Duration `split_words:"true" default:"5s"`
+	// KickTopic is the events topic (projects/P/topics/T) the function
+	// publishes a follow kick to when a delivery leaves a recovery waiting
+	// for its next look and no follower is at work, so that the recovery
+	// is followed at once rather than from the next sweep (kick.go); a
+	// follower whose window ends with looks still due kicks once more.
+	// Terraform sets it to the module's events topic. Empty: no kicks.
+	KickTopic string `split_words:"true"`
 
 	// Breaker is the storm breaker, LIMIT/WINDOW: at most LIMIT recreates
 	// and resets start in one zone within WINDOW.

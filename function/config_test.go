@@ -104,7 +104,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_RECORD_TO": "stdout", "AUTOHEAL_MAX_EVENT_AGE": "1h", "AUTOHEAL_UNHEALTHY_GRACE": "1m",
 		"AUTOHEAL_STUCK_GRACE": "2m", "AUTOHEAL_COOLDOWN": "3m", "AUTOHEAL_WINDOW": "4h", "AUTOHEAL_MAX_RECREATES": "5",
 		"AUTOHEAL_MAX_IN_FLIGHT": "6", "AUTOHEAL_MAX_ATTEMPTS": "10", "AUTOHEAL_LEASE": "7m", "AUTOHEAL_EVENT_TTL": "8h", "AUTOHEAL_SWEEP_BUDGET": "9m",
-		"AUTOHEAL_SWEEP_FOLLOW": "30s", "AUTOHEAL_LOOK_AGAIN": "2s",
+		"AUTOHEAL_SWEEP_FOLLOW": "30s", "AUTOHEAL_LOOK_AGAIN": "2s", "AUTOHEAL_KICK_TOPIC": "projects/acme-ops/topics/tpu-autoheal",
 		"AUTOHEAL_BREAKER": "12/30m", "AUTOHEAL_HOLD_TTL": "24h", "AUTOHEAL_MAINTENANCE": "early",
 		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h",
 	}
@@ -118,7 +118,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		TPUEndpoint: "http://127.0.0.1:9/", RecordTo: "stdout", MaxEventAge: time.Hour, UnhealthyGrace: time.Minute,
 		StuckGrace: 2 * time.Minute, Cooldown: 3 * time.Minute, Window: 4 * time.Hour, MaxRecreates: 5, MaxInFlight: 6,
 		MaxAttempts: 10, Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
-		SweepFollow: 30 * time.Second, LookAgain: 2 * time.Second,
+		SweepFollow: 30 * time.Second, LookAgain: 2 * time.Second, KickTopic: "projects/acme-ops/topics/tpu-autoheal",
 		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, ResumeWatch: time.Hour,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -155,6 +155,9 @@ func TestLoadConfigErrorsNameTheVariableAndValue(t *testing.T) {
 		{"bad gcs uri", map[string]string{"AUTOHEAL_STARTUP_SCRIPT": "gs://bucket"}, nil, `AUTOHEAL_STARTUP_SCRIPT="gs://bucket": want gs://BUCKET/OBJECT`},
 		{"bad endpoint", map[string]string{"AUTOHEAL_TPU_ENDPOINT": "localhost:8080"}, nil, `AUTOHEAL_TPU_ENDPOINT="localhost:8080": want an http(s) URL`},
 		{"bad database", map[string]string{"AUTOHEAL_FIRESTORE_DATABASE": "DB"}, nil, `AUTOHEAL_FIRESTORE_DATABASE="DB": want a Firestore database id`},
+		{"kick topic without projects/", map[string]string{"AUTOHEAL_KICK_TOPIC": "tpu-autoheal"}, nil, `AUTOHEAL_KICK_TOPIC="tpu-autoheal": want projects/PROJECT/topics/TOPIC`},
+		{"kick topic of a subscription", map[string]string{"AUTOHEAL_KICK_TOPIC": "projects/acme-ops/subscriptions/tpu-autoheal"}, nil, `AUTOHEAL_KICK_TOPIC="projects/acme-ops/subscriptions/tpu-autoheal": want projects/PROJECT/topics/TOPIC`},
+		{"kick topic named goog", map[string]string{"AUTOHEAL_KICK_TOPIC": "projects/acme-ops/topics/goog-x"}, nil, `AUTOHEAL_KICK_TOPIC="projects/acme-ops/topics/goog-x": want projects/PROJECT/topics/TOPIC`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,7 +256,7 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 		"AUTOHEAL_MAX_EVENT_AGE", "AUTOHEAL_UNHEALTHY_GRACE", "AUTOHEAL_STUCK_GRACE", "AUTOHEAL_COOLDOWN",
 		"AUTOHEAL_WINDOW", "AUTOHEAL_MAX_RECREATES", "AUTOHEAL_MAX_IN_FLIGHT", "AUTOHEAL_MAX_ATTEMPTS",
 		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_SWEEP_FOLLOW", "AUTOHEAL_LOOK_AGAIN",
-		"AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
+		"AUTOHEAL_KICK_TOPIC", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
 		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_RESUME_WATCH",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

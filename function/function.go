@@ -1,7 +1,7 @@
 // Package function is the Cloud Function (gen2) adapter: it turns the
-// Pub/Sub delivery carrying a TPU audit log entry (or a sweep request)
-// into a call of the remediate.Handler, with clients built once from the
-// AUTOHEAL_* configuration.
+// Pub/Sub delivery carrying a TPU audit log entry (or a sweep request, or
+// a follow kick, kick.go) into a call of the remediate.Handler, with
+// clients built once from the AUTOHEAL_* configuration.
 //
 // It only wires. It must never decide what to do about a node (remediate
 // does), never call log.Fatal or os.Exit, and never do I/O at import time:
@@ -46,6 +46,7 @@ const MaxStartupScriptBytes = 256 << 10
 // Function handles events with clients built once.
 type Function struct {
 	follow  time.Duration // SweepOptions.Follow: cfg.SweepFollow on the wall clock
+	kicker  Kicker        // follow kicks (kick.go); nil = none
 	diag    *slog.Logger
 	cfg     Config
 	handler *remediate.Handler
@@ -67,6 +68,8 @@ type deps struct {
 	maint      remediate.MaintenanceTPU // maintenance.go
 	notices    remediate.NoticeStore    // maintenance.go
 	incidents  remediate.IncidentStore  // resume.go
+	kicker     Kicker                   // kick.go
+	pubsub     []option.ClientOption    // kick.go
 }
 
 // Option replaces a dependency New would otherwise build (tests, `autoheal
@@ -201,6 +204,17 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		return fail(err)
 	}
 	wireResume(f.handler, &d, rc, f.diag) // resume.go
+	// kick.go: follow kicks, when a follow run has a window to follow in.
+	if cfg.SweepFollow > 0 {
+		switch {
+		case d.kicker != nil:
+			f.kicker = d.kicker
+		case cfg.KickTopic != "":
+			k := newPubSubKicker(cfg.KickTopic, d.pubsub)
+			f.closers = append(f.closers, k.Close)
+			f.kicker = k
+		}
+	}
 	return f, nil
 }
 
@@ -297,13 +311,20 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // HandleMessage handles the body of one delivery, in any form ServeHTTP
-// accepts: a sweep request runs a sweep; a log entry is parsed and handled.
+// accepts: a follow kick follows the unfinished recoveries (always
+// acknowledged); a sweep request runs a sweep; a log entry is parsed and
+// handled, and kicks a follower when it left a recovery waiting.
 // It returns an error only when a retry can help (Pub/Sub then redelivers):
 // malformed, foreign and stale input is recorded and acknowledged.
 func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 	payload, _, err := events.Unwrap(data)
 	if err != nil {
 		f.handler.Reject(ctx, data, err)
+		return nil
+	}
+	if events.IsFollow(payload) {
+		// A follow kick (kick.go): always acknowledged.
+		f.handleFollow(ctx)
 		return nil
 	}
 	if events.IsSweep(payload) {
@@ -318,6 +339,7 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		}
 		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
 			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
+		f.chain(ctx, res.Chain) // kick.go
 		return nil
 	}
 	// Now: an entry dated more than events.MaxFutureSkew ahead is rejected
@@ -338,10 +360,12 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		// look at the opted-in nodes of its project and zone now.
 		return f.handleZoneHint(ctx, ev)
 	}
-	if _, err := f.handler.Handle(ctx, ev); err != nil {
+	r, err := f.handler.Handle(ctx, ev)
+	if err != nil {
 		// Handle returns only transient failures.
 		return fmt.Errorf("handle %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
 	}
+	f.kickAfter(ctx, r) // kick.go
 	return nil
 }
 
@@ -447,10 +471,11 @@ func readCapped(r io.Reader) ([]byte, error) {
 
 // Permissions are the IAM permissions the deployed function needs: the union
 // of what its TPU, ledger and record clients call, plus storage.objects.get
-// for a gs:// startup script. Sorted, without duplicates; Terraform's custom
-// role is checked against it.
+// for a gs:// startup script and pubsub.topics.publish for follow kicks
+// (kick.go). Sorted, without duplicates; Terraform's custom role is checked
+// against it.
 func Permissions() []string {
-	seen := map[string]bool{"storage.objects.get": true}
+	seen := map[string]bool{"storage.objects.get": true, "pubsub.topics.publish": true}
 	for _, list := range [][]string{tpuapi.Permissions, ledger.Permissions, record.Permissions} {
 		for _, p := range list {
 			seen[p] = true

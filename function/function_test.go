@@ -438,7 +438,7 @@ func TestPermissionsIsTheSortedUnion(t *testing.T) {
 	want = append(want, tpuapi.Permissions...)
 	want = append(want, ledger.Permissions...)
 	want = append(want, record.Permissions...)
-	want = append(want, "storage.objects.get")
+	want = append(want, "storage.objects.get", "pubsub.topics.publish")
 	slices.Sort(want)
 	want = slices.Compact(want)
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -68,7 +68,10 @@ var (
 	// Firestore database ids: (default), or 4–63 of [a-z0-9-] starting with
 	// a letter, not ending with a hyphen.
 	databaseRE = regexp.MustCompile(`^(\(default\)|[a-z][a-z0-9-]{2,61}[a-z0-9])$`)
-	gcsRE      = regexp.MustCompile(`^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])/(.+)$`)
+	// Pub/Sub topic names: a project id (as above) and a topic id of 3-255
+	// of letters, digits and - _ . ~ + %, starting with a letter, not goog.
+	topicRE = regexp.MustCompile(`^projects/([a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$`)
+	gcsRE   = regexp.MustCompile(`^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])/(.+)$`)
 )
 
 // Validate checks every value; each error names the variable and the value.
@@ -101,6 +104,9 @@ func (c Config) Validate() error {
 	}
 	if !databaseRE.MatchString(c.FirestoreDatabase) {
 		bad("FIRESTORE_DATABASE", c.FirestoreDatabase, "want a Firestore database id")
+	}
+	if c.KickTopic != "" && (!topicRE.MatchString(c.KickTopic) || strings.HasPrefix(c.KickTopic[strings.LastIndex(c.KickTopic, "/")+1:], "goog")) {
+		bad("KICK_TOPIC", c.KickTopic, "want projects/PROJECT/topics/TOPIC or empty")
 	}
 	if _, err := tpuapi.EndpointOptions(c.TPUEndpoint); err != nil {
 		bad("TPU_ENDPOINT", c.TPUEndpoint, "want an http(s) URL or empty")

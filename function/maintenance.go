@@ -58,8 +58,15 @@ func newMaintainer(ctx context.Context, cfg Config, d *deps, rc remediate.Config
 //
 //	if ev.Kind == events.KindZoneHint { return f.handleZoneHint(ctx, ev) }
 func (f *Function) handleZoneHint(ctx context.Context, ev events.Event) error {
-	if _, err := f.handler.HandleZoneHint(ctx, ev); err != nil {
+	res, err := f.handler.HandleZoneHint(ctx, ev)
+	if err != nil {
 		return fmt.Errorf("zone hint %s for %s/%s: %w", ev.InsertID, ev.Node.Project, ev.Node.Zone, err)
+	}
+	for _, r := range res.Records {
+		if remediate.LeftForLater(r) {
+			f.kickAfter(ctx, r) // kick.go: one kick follows them all
+			break
+		}
 	}
 	return nil
 }

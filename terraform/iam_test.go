@@ -174,7 +174,7 @@ func annotatedMethods(t *testing.T, root string, pkgs []goPackage) (sites []call
 // code uses (REST builders' Do/Download, Firestore and Logging client
 // methods, gRPC request structs); a file that imports a client only for its
 // types has none.
-var clientCallRE = regexp.MustCompile(`\.Do\(\)|\.Download\(\)|\.RunTransaction\(|\.GetAll\(|\.Documents\(ctx|\.LogSync\(|\.Log\(|, &\w+pb\.\w+Request\{`)
+var clientCallRE = regexp.MustCompile(`\.Do\(\)|\.Download\(\)|\.RunTransaction\(|\.GetAll\(|\.Documents\(ctx|\.LogSync\(|\.Publish\(ctx|\.Log\(|, &\w+pb\.\w+Request\{`)
 
 func callsLikeAClient(src []byte) bool { return clientCallRE.Match(src) }
 
@@ -299,8 +299,10 @@ const (
 	grantHostRole    = "host"       // custom role in the function's project
 	grantActAs       = "actAs"      // roles/iam.serviceAccountUser on each tpu_service_accounts entry
 	grantScriptRead  = "scriptRead" // roles/storage.objectViewer on the startup script's object
+	grantKick        = "kick"       // roles/pubsub.publisher on the events topic (follow kicks)
 	actAsRole        = "roles/iam.serviceAccountUser"
 	scriptReaderRole = "roles/storage.objectViewer"
+	kickRole         = "roles/pubsub.publisher"
 )
 
 var grantNames = map[string]string{
@@ -308,6 +310,7 @@ var grantNames = map[string]string{
 	grantHostRole:   "the host role (google_project_iam_custom_role.host, project_id)",
 	grantActAs:      actAsRole + " on each tpu_service_accounts entry",
 	grantScriptRead: scriptReaderRole + " on the startup script's object",
+	grantKick:       kickRole + " on the events topic (google_pubsub_topic_iam_member.function_kick_publisher)",
 }
 
 func grantOf(perm string) string {
@@ -320,6 +323,8 @@ func grantOf(perm string) string {
 		return grantHostRole
 	case strings.HasPrefix(perm, "storage.objects."):
 		return grantScriptRead
+	case perm == "pubsub.topics.publish":
+		return grantKick
 	}
 	return ""
 }
@@ -461,7 +466,7 @@ func TestRolesHoldExactlyWhatTheCodeCalls(t *testing.T) {
 	}
 	// Permissions granted by predefined roles on one resource: the role
 	// must hold them.
-	for grant, role := range map[string]string{grantActAs: actAsRole, grantScriptRead: scriptReaderRole} {
+	for grant, role := range map[string]string{grantActAs: actAsRole, grantScriptRead: scriptReaderRole, grantKick: kickRole} {
 		in := map[string]bool{}
 		for _, p := range data.roles[role] {
 			in[p] = true

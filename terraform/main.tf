@@ -251,6 +251,17 @@ resource "google_pubsub_topic_iam_member" "sink_publisher" {
   member  = each.value
 }
 
+# Follow kicks: the function publishes {"autoheal":"follow"} to its own
+# events topic when a delivery leaves a recovery waiting for its next look
+# (AUTOHEAL_KICK_TOPIC). Only publish, only on this topic
+# (pubsub.projects.topics.publish in function/kick.go).
+resource "google_pubsub_topic_iam_member" "function_kick_publisher" {
+  project = var.project_id
+  topic   = google_pubsub_topic.events.name
+  role    = "roles/pubsub.publisher"
+  member  = "serviceAccount:${google_service_account.function.email}"
+}
+
 # The sweep: finishes interrupted recoveries, looks again at deferred nodes
 # and, with zones set, catches nodes whose audit entry never arrived.
 resource "google_cloud_scheduler_job" "sweep" {
@@ -395,6 +406,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_HOLD_TTL           = var.hold_ttl
       AUTOHEAL_LOOK_AGAIN         = var.look_again
       AUTOHEAL_SWEEP_FOLLOW       = var.sweep_follow
+      AUTOHEAL_KICK_TOPIC         = google_pubsub_topic.events.id
       AUTOHEAL_MAINTENANCE        = var.maintenance
       AUTOHEAL_CHECKPOINT_TIMEOUT = var.checkpoint_timeout
       AUTOHEAL_RESUME_WATCH       = var.resume_watch

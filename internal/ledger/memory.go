@@ -37,6 +37,8 @@ type Memory struct {
 	// deferralWrites counts SetDeferral calls that changed something (a
 	// test observes that unchanged deferrals are not rewritten).
 	deferralWrites int
+
+	follower memoryFollower // memory_follower.go
 }
 
 var _ remediate.Store = (*Memory)(nil)

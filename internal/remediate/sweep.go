@@ -26,7 +26,9 @@ type SweepOptions struct {
 	// cost two or three minutes of waiting for sweeps beyond the operations
 	// themselves. Set it under the sweep interval, so that the next sweep
 	// takes over. A sweep with nothing unfinished returns at once: an idle
-	// fleet costs no longer sweeps. 0 = return after the listing. It waits
+	// fleet costs no longer sweeps. At most one follower runs at a time
+	// (the Store's FollowerLease, follower.go): a sweep that finds it held
+	// by a follow kick's run does not follow. 0 = return after the listing. It waits
 	// on real timers: only a caller on the wall clock sets it (the
 	// function; never replay or a test on a virtual clock).
 	Follow time.Duration
@@ -43,6 +45,10 @@ type SweepResult struct {
 	Nodes    int      // opted-in nodes looked at
 	Complete bool     // false when the budget ran out; the cursor is saved
 	Errors   []string // locations that could not be listed (permanent errors); the sweep went on
+	// Chain: the sweep's follow phase held the follower lease and ended
+	// with a recovery's look due within another Follow: the caller
+	// publishes a follow kick (FollowResult.Chain).
+	Chain bool
 }
 
 // maintenanceRE finds the time in "The TPU had a maintenance event at <time>".
@@ -113,9 +119,13 @@ func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 	if err := h.sweepListed(ctx, opts, over, claim, add, &res); err != nil {
 		return res, err
 	}
-	// (3) Follow the unfinished recoveries until opts.Follow.
+	// (3) Follow the unfinished recoveries until opts.Follow, under the
+	// follower lease (follower.go): while a follow kick's run holds it,
+	// the sweep lists but leaves the following to that run.
 	if opts.Follow > 0 {
-		if err := h.follow(ctx, start.Add(opts.Follow), over, add); err != nil {
+		_, chain, err := h.followLeased(ctx, start, opts.Follow, over, add)
+		res.Chain = chain
+		if err != nil {
 			return res, fmt.Errorf("sweep: %w", err)
 		}
 	}
@@ -130,11 +140,11 @@ const followTick = time.Second
 // the wall clock between looks, so only a handler on the wall clock (Now
 // nil: the function) follows; one on a virtual clock (replay, tests)
 // finishes its recoveries with Drain.
-func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool, add func(Record, bool)) error {
-	// looked: a recovery's NextLookAt when follow last took it. A look that
-	// did not move it on (a pause, a guard, a ledger that failed) leaves it
-	// to the next sweep instead of retaking it every tick.
-	looked := map[string]time.Time{}
+//
+// looked (filled in): a recovery's NextLookAt when follow last took it. A
+// look that did not move it on (a pause, a guard, a ledger that failed)
+// leaves it to the next sweep instead of retaking it every tick.
+func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool, add func(Record, bool), looked map[string]time.Time) error {
 	stuck := func(rec Recovery) bool {
 		last, ok := looked[rec.Node]
 		return ok && !rec.NextLookAt.After(last)
@@ -173,9 +183,14 @@ func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool,
 			case <-t.C:
 			}
 		}
+		// Only a recovery due now is looked at, so only it is marked
+		// looked: marking one whose look is still ahead (a wave's
+		// recoveries come due seconds apart) would leave it "stuck" at
+		// the next round and unfollowed until the next sweep.
+		before := h.now()
 		take := func(node string) bool {
 			rec, ok := current[node]
-			if ok {
+			if ok && !before.Before(rec.LeaseUntil) && !before.Before(rec.NextLookAt) {
 				looked[node] = rec.NextLookAt
 			}
 			return ok

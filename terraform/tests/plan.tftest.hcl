@@ -71,6 +71,7 @@ run "project_scope_single_project" {
       ["topic ${google_pubsub_topic_iam_member.dead_letter_publisher.project}/${google_pubsub_topic_iam_member.dead_letter_publisher.topic} ${google_pubsub_topic_iam_member.dead_letter_publisher.role} ${google_pubsub_topic_iam_member.dead_letter_publisher.member}"],
       [for m in google_pubsub_topic_iam_member.sink_publisher : "topic ${m.project}/${m.topic} ${m.role} ${m.member}"],
       ["subscription ${google_pubsub_subscription_iam_member.push_subscriber.project}/${google_pubsub_subscription_iam_member.push_subscriber.subscription} ${google_pubsub_subscription_iam_member.push_subscriber.role} ${google_pubsub_subscription_iam_member.push_subscriber.member}"],
+      ["topic ${google_pubsub_topic_iam_member.function_kick_publisher.project}/${google_pubsub_topic_iam_member.function_kick_publisher.topic} ${google_pubsub_topic_iam_member.function_kick_publisher.role} ${google_pubsub_topic_iam_member.function_kick_publisher.member}"],
       )) == toset([
       "project host-project TPU-ROLE serviceAccount:tpu-autoheal-func@host-project.iam.gserviceaccount.com",
       "project host-project HOST-ROLE serviceAccount:tpu-autoheal-func@host-project.iam.gserviceaccount.com",
@@ -80,6 +81,7 @@ run "project_scope_single_project" {
       "topic host-project/tpu-autoheal-dead-letter roles/pubsub.publisher serviceAccount:service-123456789@gcp-sa-pubsub.iam.gserviceaccount.com",
       "topic host-project/tpu-autoheal roles/pubsub.publisher serviceAccount:project-sink@logging.iam.gserviceaccount.com",
       "subscription host-project/tpu-autoheal-push roles/pubsub.subscriber serviceAccount:service-123456789@gcp-sa-pubsub.iam.gserviceaccount.com",
+      "topic host-project/tpu-autoheal roles/pubsub.publisher serviceAccount:tpu-autoheal-func@host-project.iam.gserviceaccount.com",
     ])
     error_message = "the IAM bindings differ from the expected set (who gets which role on what)"
   }
@@ -113,14 +115,19 @@ run "project_scope_single_project" {
   }
   # Every variable left at its default passes function.Config's default,
   # except the ones the module sets: the project(s), the database it
-  # created, and dry run (true on a first deploy).
+  # created, dry run (true on a first deploy) and the kick topic (its own
+  # events topic).
   assert {
     condition = alltrue([
       for k, v in jsondecode(file("${path.module}/go-contract.json")).config_env :
       google_cloudfunctions2_function.autoheal.service_config[0].environment_variables[k] == v
-      if !contains(["AUTOHEAL_PROJECT", "AUTOHEAL_PROJECTS", "AUTOHEAL_DRY_RUN"], k)
+      if !contains(["AUTOHEAL_PROJECT", "AUTOHEAL_PROJECTS", "AUTOHEAL_DRY_RUN", "AUTOHEAL_KICK_TOPIC"], k)
     ])
     error_message = "a default of the module differs from function.Config's default"
+  }
+  assert {
+    condition     = google_cloudfunctions2_function.autoheal.service_config[0].environment_variables["AUTOHEAL_KICK_TOPIC"] == google_pubsub_topic.events.id
+    error_message = "follow kicks must go to the module's own events topic (AUTOHEAL_KICK_TOPIC)"
   }
   assert {
     condition = (
@@ -140,7 +147,7 @@ run "project_scope_single_project" {
   }
   assert {
     condition = alltrue([for m in concat(
-      [google_cloud_run_service_iam_member.push_invoker.member, google_project_iam_member.host.member, google_project_iam_member.build.member, google_service_account_iam_member.pubsub_token_creator.member, google_pubsub_topic_iam_member.dead_letter_publisher.member, google_pubsub_subscription_iam_member.push_subscriber.member],
+      [google_cloud_run_service_iam_member.push_invoker.member, google_project_iam_member.host.member, google_project_iam_member.build.member, google_service_account_iam_member.pubsub_token_creator.member, google_pubsub_topic_iam_member.dead_letter_publisher.member, google_pubsub_subscription_iam_member.push_subscriber.member, google_pubsub_topic_iam_member.function_kick_publisher.member],
       [for x in google_project_iam_member.tpu : x.member],
       [for x in google_pubsub_topic_iam_member.sink_publisher : x.member],
     ) : !contains(["allUsers", "allAuthenticatedUsers"], m)])
@@ -179,6 +186,7 @@ run "project_scope_two_training_projects" {
       ["topic ${google_pubsub_topic_iam_member.dead_letter_publisher.project}/${google_pubsub_topic_iam_member.dead_letter_publisher.topic} ${google_pubsub_topic_iam_member.dead_letter_publisher.role} ${google_pubsub_topic_iam_member.dead_letter_publisher.member}"],
       [for k, m in google_pubsub_topic_iam_member.sink_publisher : "topic ${m.project}/${m.topic} ${m.role} ${m.member} (${k})"],
       ["subscription ${google_pubsub_subscription_iam_member.push_subscriber.project}/${google_pubsub_subscription_iam_member.push_subscriber.subscription} ${google_pubsub_subscription_iam_member.push_subscriber.role} ${google_pubsub_subscription_iam_member.push_subscriber.member}"],
+      ["topic ${google_pubsub_topic_iam_member.function_kick_publisher.project}/${google_pubsub_topic_iam_member.function_kick_publisher.topic} ${google_pubsub_topic_iam_member.function_kick_publisher.role} ${google_pubsub_topic_iam_member.function_kick_publisher.member}"],
       )) == toset([
       "project train-a TPU-ROLE serviceAccount:tpu-autoheal-func@host-project.iam.gserviceaccount.com",
       "project train-b TPU-ROLE serviceAccount:tpu-autoheal-func@host-project.iam.gserviceaccount.com",
@@ -192,6 +200,7 @@ run "project_scope_two_training_projects" {
       "topic host-project/tpu-autoheal roles/pubsub.publisher serviceAccount:project-sink@logging.iam.gserviceaccount.com (project/train-a)",
       "topic host-project/tpu-autoheal roles/pubsub.publisher serviceAccount:project-sink@logging.iam.gserviceaccount.com (project/train-b)",
       "subscription host-project/tpu-autoheal-push roles/pubsub.subscriber serviceAccount:service-123456789@gcp-sa-pubsub.iam.gserviceaccount.com",
+      "topic host-project/tpu-autoheal roles/pubsub.publisher serviceAccount:tpu-autoheal-func@host-project.iam.gserviceaccount.com",
     ])
     error_message = "the IAM bindings differ from the expected set (who gets which role on what)"
   }

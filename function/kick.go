@@ -1,0 +1,156 @@
+package function
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"google.golang.org/api/option"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+)
+
+// KickEvent is jsonPayload.event of the diagnostic lines about follow
+// kicks (published, or not).
+const KickEvent = "follow-kick"
+
+// kickTimeout bounds one publish: a kick is an optimisation (the minute
+// sweep follows anyway), so a slow Pub/Sub must not hold the delivery.
+const kickTimeout = 10 * time.Second
+
+// Kicker publishes a follow kick (events.FollowMessage) to the events
+// topic, so that the push subscription delivers it to a function instance,
+// which then follows the unfinished recoveries (remediate.Handler.Follow).
+type Kicker interface {
+	Kick(ctx context.Context) error
+}
+
+// WithKicker uses k for follow kicks instead of the Pub/Sub publisher that
+// AUTOHEAL_KICK_TOPIC would build (tests). Kicks are published only when
+// AUTOHEAL_SWEEP_FOLLOW is above zero: a follow run follows for that long.
+func WithKicker(k Kicker) Option { return func(d *deps) { d.kicker = k } }
+
+// WithPubSubOptions passes client options to the Pub/Sub client the kicks
+// are published with.
+func WithPubSubOptions(opts ...option.ClientOption) Option {
+	return func(d *deps) { d.pubsub = append(d.pubsub, opts...) }
+}
+
+// pubsubKicker publishes kicks to one topic. Its client is built on the
+// first kick, not in New: an instance that never kicks never opens a
+// Pub/Sub connection, and a client that could not be built is tried again
+// on the next kick (the error is the kick's, logged, never the delivery's).
+type pubsubKicker struct {
+	topic   string // projects/P/topics/T
+	project string
+	opts    []option.ClientOption
+
+	mu     sync.Mutex
+	client *pubsub.Client
+	pub    *pubsub.Publisher
+}
+
+func newPubSubKicker(topic string, opts []option.ClientOption) *pubsubKicker {
+	// topic is valid (Config.Validate): projects/P/topics/T.
+	project := strings.Split(topic, "/")[1]
+	return &pubsubKicker{topic: topic, project: project, opts: opts}
+}
+
+func (k *pubsubKicker) publisher(ctx context.Context) (*pubsub.Publisher, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.pub != nil {
+		return k.pub, nil
+	}
+	c, err := pubsub.NewClient(context.WithoutCancel(ctx), k.project, k.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("pubsub client for %s: %w", k.topic, err)
+	}
+	k.client, k.pub = c, c.Publisher(k.topic)
+	// One kick at a time: send it now rather than batch for 10 ms.
+	k.pub.PublishSettings.CountThreshold = 1
+	return k.pub, nil
+}
+
+// Kick implements Kicker.
+func (k *pubsubKicker) Kick(ctx context.Context) error {
+	pub, err := k.publisher(ctx)
+	if err != nil {
+		return err
+	}
+	// rest: pubsub.projects.topics.publish
+	if _, err := pub.Publish(ctx, &pubsub.Message{Data: []byte(events.FollowMessage)}).Get(ctx); err != nil {
+		return fmt.Errorf("publish to %s: %w", k.topic, err)
+	}
+	return nil
+}
+
+// Close stops the publisher and closes the client, when they were built.
+func (k *pubsubKicker) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.pub == nil {
+		return nil
+	}
+	k.pub.Stop()
+	err := k.client.Close()
+	k.pub, k.client = nil, nil
+	return err
+}
+
+// kick publishes one follow kick, if kicks are on; a failure is logged and
+// never fails the caller: the minute sweep is the backstop.
+func (f *Function) kick(ctx context.Context, why string) {
+	if f.kicker == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kickTimeout)
+	defer cancel()
+	if err := f.kicker.Kick(ctx); err != nil {
+		f.diag.Warn("follow kick not published; the next sweep follows instead", "event", KickEvent, "why", why, "error", err.Error())
+		f.handler.KickFailed(ctx) // the next delivery may kick again at once
+		return
+	}
+	f.diag.Info("follow kick published ("+why+")", "event", KickEvent, "why", why)
+}
+
+// Why a kick is published.
+const (
+	kickDelivery = "delivery" // a delivery left a recovery waiting, nobody following
+	kickChain    = "chain"    // a follower's window ended with looks still due
+)
+
+// handleFollow answers a follow kick: it follows the unfinished recoveries
+// for up to SweepFollow under the follower lease, and chains one more kick
+// when its window ended with looks still due. It never fails: a follow
+// message is always acknowledged, never redelivered into the dead-letter
+// topic (the minute sweep covers whatever it could not do).
+func (f *Function) handleFollow(ctx context.Context) {
+	res, err := f.handler.Follow(ctx, f.follow)
+	if err != nil {
+		f.diag.Warn("follow failed; the next sweep follows instead", "event", KickEvent, "records", len(res.Records), "error", err.Error())
+	} else if res.Followed {
+		f.diag.Info(fmt.Sprintf("follow: %d records", len(res.Records)), "event", KickEvent, "records", len(res.Records), "chain", res.Chain)
+	}
+	f.chain(ctx, res.Chain)
+}
+
+// chain publishes one more kick for a follower that ended with looks still
+// due, unless a kick is already pending or a follower took over.
+func (f *Function) chain(ctx context.Context, wanted bool) {
+	if wanted && f.kicker != nil && f.handler.ChainWanted(ctx) {
+		f.kick(ctx, kickChain)
+	}
+}
+
+// kickAfter publishes a kick when the delivery whose record is r left a
+// recovery waiting and nobody follows (remediate decides).
+func (f *Function) kickAfter(ctx context.Context, r remediate.Record) {
+	if f.kicker != nil && f.handler.KickWanted(ctx, r) {
+		f.kick(ctx, kickDelivery)
+	}
+}
