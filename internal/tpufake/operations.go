@@ -221,7 +221,9 @@ func (s *Server) retire(op *operation) {
 		s.finished = append(s.finished, op.op.Name)
 		return
 	}
-	delete(s.ops, s.finished[s.finNext])
+	old := s.finished[s.finNext]
+	delete(s.ops, old)
+	delete(s.counts, countKey{"operations.get", old}) // its polls go with it
 	s.finished[s.finNext] = op.op.Name
 	s.finNext = (s.finNext + 1) % s.opKeep
 }

@@ -28,7 +28,7 @@ func createNodes(t *testing.T, svc *tpu.Service, prefix string, n int) []string 
 
 func TestFinishedOperationsAreKeptUpToTheRetention(t *testing.T) {
 	const keep = 5
-	_, svc := start(t, "", tpufake.WithOperationPolls(0), tpufake.WithOperationRetention(keep))
+	s, svc := start(t, "", tpufake.WithOperationPolls(0), tpufake.WithOperationRetention(keep))
 	ops := createNodes(t, svc, "n", 3*keep)
 	// The newest `keep` finished operations answer done; every older one
 	// answers NOT_FOUND, as the real API does for an operation it forgot.
@@ -41,6 +41,19 @@ func TestFinishedOperationsAreKeptUpToTheRetention(t *testing.T) {
 		if err != nil || !op.Done || op.Error != nil {
 			t.Errorf("poll of recent operation %d (%s) = %+v, %v; want done", i, name, op, err)
 		}
+	}
+	// The polls of a forgotten operation are not counted forever either;
+	// a kept one's are.
+	getOp(t, svc, ops[len(ops)-1])
+	if got := s.Count("operations.get", ops[len(ops)-1]); got != 2 {
+		t.Errorf("Count(operations.get) of the newest operation = %d, want 2", got)
+	}
+	createNodes(t, svc, "m", keep)
+	if got := s.Count("operations.get", ops[len(ops)-1]); got != 0 {
+		t.Errorf("Count(operations.get) of an operation forgotten since = %d, want 0", got)
+	}
+	if got, want := s.Count("operations.get", ""), 3*keep+1; got != want {
+		t.Errorf("Count(operations.get) of any operation = %d, want %d (exact)", got, want)
 	}
 }
 

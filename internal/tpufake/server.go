@@ -64,8 +64,8 @@ const DefaultRequestLog = 256
 
 // WithOperationRetention keeps the last n finished operations for
 // operations.get (default DefaultOperationRetention); an older one answers
-// NOT_FOUND, as the real API does once it has forgotten an operation.
-// n <= 0 keeps every operation. Running operations are always kept.
+// NOT_FOUND, as the real API does once it has forgotten an operation, and
+// Count forgets its polls. n <= 0 keeps every operation. Running operations are always kept.
 func WithOperationRetention(n int) Option { return func(s *Server) { s.opKeep = n } }
 
 // DefaultOperationRetention is how many finished operations a server keeps
@@ -303,7 +303,8 @@ func (s *Server) Succeeded(rpc string) int {
 }
 
 // Count reports how many requests of rpc on name were received ("" = any
-// name), failed ones included.
+// name), failed ones included. The polls of one operation are counted while
+// the server keeps the operation (WithOperationRetention).
 func (s *Server) Count(rpc, name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
