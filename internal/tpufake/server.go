@@ -65,7 +65,8 @@ const DefaultRequestLog = 256
 // WithOperationRetention keeps the last n finished operations for
 // operations.get (default DefaultOperationRetention); an older one answers
 // NOT_FOUND, as the real API does once it has forgotten an operation, and
-// Count forgets its polls. n <= 0 keeps every operation. Running operations are always kept.
+// Count forgets its polls. n <= 0 keeps every operation. Running operations
+// are always kept.
 func WithOperationRetention(n int) Option { return func(s *Server) { s.opKeep = n } }
 
 // DefaultOperationRetention is how many finished operations a server keeps
@@ -349,10 +350,10 @@ func (s *Server) internMetadata(n *tpu.Node) {
 			n.Metadata[k] = c
 			continue
 		}
-		s.interned[v] = v
 		if len(s.interned) >= max(s.internPurgeAt, internMinPurge) {
-			s.purgeInterned()
+			s.purgeInterned() // n is not stored yet: v is added after
 		}
+		s.interned[v] = v
 	}
 }
 
