@@ -115,7 +115,28 @@ func (m *Memory) setNodeLocked(node string, next *nodeLedger) {
 	if next.Latest != nil && next.Latest.Unfinished() {
 		m.inFlight[next.Latest.Project]++
 	}
+	compactFinished(next)
 	m.nodes[node] = next
+}
+
+// compactFinished drops the saved spec of a recovery that ended on its own
+// terms (recovered, closed, or a legacy done): nothing reads it any more —
+// Decide judges a node by its saved spec only while the recovery is
+// unfinished, and Histories leaves it out — and a spec carries the node's
+// startup script (tens of KB), so a long replay would keep one per node it
+// ever recovered. An abandoned recovery keeps its spec: a person recreates
+// the node from it (`autoheal status --node N --spec`). What the guards read
+// (phase, generation, timestamps, the recreate times) is kept.
+func compactFinished(n *nodeLedger) {
+	if n.Latest == nil || n.Latest.Spec == nil {
+		return
+	}
+	switch n.Latest.Phase {
+	case remediate.PhaseRecovered, remediate.PhaseClosed, remediate.PhaseDone:
+		r := *n.Latest
+		r.Spec = nil
+		n.Latest = &r
+	}
 }
 
 // MarkEvent implements remediate.Store. A mark whose expiry has passed (by the

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/ledger/ledgertest"
@@ -126,5 +130,61 @@ func TestMemoryForgetsExpiredMarksAsItGoes(t *testing.T) {
 	}
 	if first, _ := m.MarkEvent(ctx, "live", now.Add(time.Hour)); first {
 		t.Error("live mark forgotten by a purge before it expired")
+	}
+}
+
+// A finished recovery's saved spec (which carries the node's startup script)
+// is dropped once nothing can read it; what the guards and Decide read is
+// kept. An abandoned recovery keeps its spec for the person who recreates
+// the node by hand; an unfinished one keeps it to finish.
+func TestMemoryKeepsASpecOnlyWhileSomethingReadsIt(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	node := "projects/p/locations/us-central2-b/nodes/n"
+	spec := &tpu.Node{AcceleratorType: "v4-8", RuntimeVersion: "tpu-ubuntu2204-base",
+		Metadata: map[string]string{"startup-script": strings.Repeat("#", 37000)}}
+	for _, tc := range []struct {
+		phase    remediate.Phase
+		wantSpec bool
+	}{
+		{remediate.PhaseRecovered, false},
+		{remediate.PhaseClosed, false},
+		{remediate.PhaseDone, false},
+		{remediate.PhaseAbandoned, true},
+		{remediate.PhaseDeleting, true},
+		{remediate.PhaseCreating, true},
+	} {
+		t.Run(string(tc.phase), func(t *testing.T) {
+			m := ledger.NewMemory()
+			ctx := context.Background()
+			cfg := remediate.DefaultConfig()
+			r, err := m.Claim(ctx, remediate.ClaimRequest{Node: node, Project: "p", Zone: "us-central2-b", Holder: "h", Now: t0, Action: remediate.ActionRecreate, Config: cfg})
+			if err != nil {
+				t.Fatalf("Claim: %v", err)
+			}
+			for _, p := range []remediate.Phase{remediate.PhaseDeleting, remediate.PhaseCreating, tc.phase} {
+				r.Phase, r.Spec, r.UpdatedAt, r.LastError = p, spec, t0, "why "+string(p)
+				if err := m.Update(ctx, r); err != nil {
+					t.Fatalf("Update to %s: %v", p, err)
+				}
+			}
+			h, err := m.History(ctx, node, "p", "", t0.Add(time.Minute), cfg.Window)
+			if err != nil {
+				t.Fatalf("History: %v", err)
+			}
+			got := h.Recovery
+			if got == nil {
+				t.Fatal("History lost the recovery")
+			}
+			if gotSpec := got.Spec != nil; gotSpec != tc.wantSpec {
+				t.Errorf("spec kept = %t, want %t", gotSpec, tc.wantSpec)
+			}
+			if got.Phase != tc.phase || got.Generation != 1 || !got.StartedAt.Equal(t0) || got.LastError != "why "+string(tc.phase) {
+				t.Errorf("recovery = phase %s gen %d started %s error %q; want %s gen 1 started %s error %q",
+					got.Phase, got.Generation, got.StartedAt, got.LastError, tc.phase, t0, "why "+string(tc.phase))
+			}
+			if diff := cmp.Diff([]time.Time{t0}, h.Recreates); diff != "" {
+				t.Errorf("recreates the window counts (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

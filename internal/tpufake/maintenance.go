@@ -196,6 +196,7 @@ func (s *Server) patchNode(name, mask string, body []byte) (*tpu.Operation, *api
 		return nil, notFound(name)
 	}
 	n.Metadata = patch.Metadata
+	s.internMetadata(n)
 	return s.launch(s.newOperation("nodes.patch", "update", name)), nil
 }
 

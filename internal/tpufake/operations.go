@@ -188,6 +188,9 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 	case "nodes.patch":
 		s.finishPatch(op) // maintenance.go
 	}
+	if !op.op.Done {
+		s.retire(op)
+	}
 	op.op.Done = true
 	delete(s.timed, op)
 	op.op.Error = status
@@ -204,6 +207,25 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 		}
 	}
 	op.op.Metadata = s.metadata(op, s.now())
+}
+
+// retire adds the finished op to the ring of finished operations and
+// forgets the oldest one beyond the retention (WithOperationRetention), so
+// a server that ran a million operations holds a bounded number. Called
+// with s.mu held.
+func (s *Server) retire(op *operation) {
+	if s.opKeep <= 0 {
+		return
+	}
+	if len(s.finished) < s.opKeep {
+		s.finished = append(s.finished, op.op.Name)
+		return
+	}
+	old := s.finished[s.finNext]
+	delete(s.ops, old)
+	delete(s.counts, countKey{"operations.get", old}) // its polls go with it
+	s.finished[s.finNext] = op.op.Name
+	s.finNext = (s.finNext + 1) % s.opKeep
 }
 
 // responseType is the response message of each operation.

@@ -62,6 +62,19 @@ func WithRequestLog(n int) Option { return func(s *Server) { s.logCap = n } }
 // is a ring, so a long replay runs in constant memory.
 const DefaultRequestLog = 256
 
+// WithOperationRetention keeps the last n finished operations for
+// operations.get (default DefaultOperationRetention); an older one answers
+// NOT_FOUND, as the real API does once it has forgotten an operation, and
+// Count forgets its polls. n <= 0 keeps every operation. Running operations
+// are always kept.
+func WithOperationRetention(n int) Option { return func(s *Server) { s.opKeep = n } }
+
+// DefaultOperationRetention is how many finished operations a server keeps
+// by default: enough for any caller to see the operations it started done
+// (a recovery polls its operation within minutes, a handful of operations
+// later), few enough that a long replay runs in constant memory.
+const DefaultOperationRetention = 4096
+
 // WithClock sets the clock used for createTime fields, operation metadata,
 // operation delays and the request log (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
@@ -135,6 +148,9 @@ type Server struct {
 	seq       int
 	ops       map[string]*operation
 	timed     map[*operation]struct{} // running operations with a done-at time (WithOperationDelay)
+	opKeep    int                     // finished operations kept (WithOperationRetention)
+	finished  []string                // ring of the last opKeep finished operations' names
+	finNext   int                     // the ring's oldest entry once it is full
 	opSeq     int
 	idSeq     int64
 	rules     []*rule
@@ -144,7 +160,11 @@ type Server struct {
 	logNext   int
 	counts    map[countKey]int
 	succeeded map[string]int // operations that finished without error, by RPC
-	maint     maintState     // maintenance.go
+	// interned holds one copy of each large metadata value of the stored
+	// nodes (internMetadata); rebuilt when it reaches internPurgeAt.
+	interned      map[string]string
+	internPurgeAt int
+	maint         maintState // maintenance.go
 }
 
 type countKey struct{ rpc, name string }
@@ -173,8 +193,10 @@ func New(f Fleet, opts ...Option) *Server {
 		idSeq:     7000000000000000000,
 		delays:    map[string]time.Duration{},
 		logCap:    DefaultRequestLog,
+		opKeep:    DefaultOperationRetention,
 		counts:    map[countKey]int{},
 		succeeded: map[string]int{},
+		interned:  map[string]string{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -282,7 +304,8 @@ func (s *Server) Succeeded(rpc string) int {
 }
 
 // Count reports how many requests of rpc on name were received ("" = any
-// name), failed ones included.
+// name), failed ones included. The polls of one operation are counted while
+// the server keeps the operation (WithOperationRetention).
 func (s *Server) Count(rpc, name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -308,9 +331,56 @@ func (s *Server) DeleteNodeNow(name string) {
 }
 
 func (s *Server) putNode(n *tpu.Node) {
+	s.internMetadata(n)
 	s.nodes[n.Name] = n
 	s.remember(n.Name)
 }
+
+// internMetadata makes n's large metadata values share one copy with every
+// other stored node's equal value: a fleet whose nodes were all recreated
+// with the same startup script (about 37 KB) would otherwise hold one copy
+// per node. Strings are immutable, so sharing is invisible to callers, who
+// get deep copies anyway. Called with s.mu held.
+func (s *Server) internMetadata(n *tpu.Node) {
+	for k, v := range n.Metadata {
+		if len(v) < internMin {
+			continue
+		}
+		if c, ok := s.interned[v]; ok {
+			n.Metadata[k] = c
+			continue
+		}
+		if len(s.interned) >= max(s.internPurgeAt, internMinPurge) {
+			s.purgeInterned() // n is not stored yet: v is added after
+		}
+		s.interned[v] = v
+	}
+}
+
+// purgeInterned rebuilds the intern table from the stored nodes, dropping
+// the values no node holds any more. It runs when the table has doubled
+// since the last rebuild, so it costs O(1) amortized per interned value and
+// the table holds at most twice the distinct live values. Called with s.mu
+// held.
+func (s *Server) purgeInterned() {
+	s.interned = map[string]string{}
+	for _, n := range s.nodes {
+		for _, v := range n.Metadata {
+			if len(v) >= internMin {
+				s.interned[v] = v
+			}
+		}
+	}
+	s.internPurgeAt = 2 * len(s.interned)
+}
+
+const (
+	// internMin is the size from which a metadata value is interned;
+	// smaller ones cost about what their table entry would.
+	internMin = 256
+	// internMinPurge is the table size below which it is never rebuilt.
+	internMinPurge = 64
+)
 
 func (s *Server) remember(name string) {
 	if _, ok := s.order[name]; !ok {
