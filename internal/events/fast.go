@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -274,44 +275,42 @@ const (
 	levelProto
 	levelAuth
 	levelMetadata
+	levelLabels // resource.labels, a map[string]string
 )
 
-// members reads the object at s.i ('{') and the members of it we keep.
+// members reads the object at s.i ('{') and the members of it we keep. It
+// is the one object scanner of the fast path: resource.labels
+// (levelLabels) is read by it too, with map keys matched exactly.
 func (s *scanner) members(lv level) bool {
 	s.i++ // '{'
-	first := true
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return true
+	}
 	for {
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		c := s.b[s.i]
-		if c == '}' {
-			if !first {
-				return false // "{...,}" is invalid, but a '}' after a value is handled below
-			}
-			s.i++
-			return true
-		}
-		first = false
-		if c != '"' {
+		// A member; after ',' too, so "{...,}" is invalid.
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
 			return false
 		}
 		k, ok := s.str()
-		if !ok || !k.ascii {
+		if !ok {
+			return false
+		}
+		if lv == levelLabels {
+			if !k.simple {
+				return false // a key the reference path decodes
+			}
+		} else if !k.ascii {
 			return false // escapes, or case folding of non-ASCII names: leave it to encoding/json
 		}
-		key := s.b[k.s.lo:k.s.hi]
 		s.ws()
 		if s.i >= len(s.b) || s.b[s.i] != ':' {
 			return false
 		}
 		s.i++
 		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		if !s.member(lv, key) {
+		if s.i >= len(s.b) || !s.member(lv, k) {
 			return false
 		}
 		s.ws()
@@ -321,12 +320,7 @@ func (s *scanner) members(lv level) bool {
 		switch s.b[s.i] {
 		case ',':
 			s.i++
-			first = false
-			// a '}' right after ',' is invalid: the next iteration must see a key
 			s.ws()
-			if s.i >= len(s.b) || s.b[s.i] != '"' {
-				return false
-			}
 		case '}':
 			s.i++
 			return true
@@ -337,8 +331,9 @@ func (s *scanner) members(lv level) bool {
 }
 
 // member reads one member's value at s.i.
-func (s *scanner) member(lv level, key []byte) bool {
+func (s *scanner) member(lv level, k str) bool {
 	e := &s.e
+	key := s.b[k.s.lo:k.s.hi]
 	switch lv {
 	case levelTop:
 		switch {
@@ -391,6 +386,8 @@ func (s *scanner) member(lv level, key []byte) bool {
 		case fold(key, "metadata"):
 			return s.objField(levelMetadata)
 		}
+	case levelLabels:
+		return s.label(k)
 	case levelAuth:
 		if fold(key, "principalEmail") {
 			return s.strField(&e.principal)
@@ -456,7 +453,7 @@ func (s *scanner) objField(lv level) bool {
 }
 
 // labels reads resource.labels, a map[string]string: null makes it nil, an
-// object adds to it, a null value is "".
+// object adds to it (members calls label for each member).
 func (s *scanner) labels() bool {
 	e := &s.e
 	switch s.b[s.i] {
@@ -464,66 +461,35 @@ func (s *scanner) labels() bool {
 		e.labelsNil, e.nLabels = true, 0
 		return s.null()
 	case '{':
+		e.labelsNil = false
+		return s.members(levelLabels)
+	}
+	return false
+}
+
+// label reads the value of label k: a string, or null for "".
+func (s *scanner) label(k str) bool {
+	e := &s.e
+	var v str
+	switch s.b[s.i] {
+	case '"':
+		var ok bool
+		if v, ok = s.str(); !ok {
+			return false
+		}
+	case 'n':
+		if !s.null() {
+			return false
+		}
 	default:
 		return false
 	}
-	e.labelsNil = false
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return true
+	if e.nLabels == maxFastLabels {
+		return false // more labels than any resource type has: the reference path
 	}
-	for {
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			return false
-		}
-		k, ok := s.str()
-		if !ok || !k.simple {
-			return false
-		}
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return false
-		}
-		s.i++
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		var v str
-		switch s.b[s.i] {
-		case '"':
-			if v, ok = s.str(); !ok {
-				return false
-			}
-		case 'n':
-			if !s.null() {
-				return false
-			}
-		default:
-			return false
-		}
-		if e.nLabels == maxFastLabels {
-			return false // more labels than any resource type has: the reference path
-		}
-		e.labels[e.nLabels] = labelPair{k, v}
-		e.nLabels++
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
+	e.labels[e.nLabels] = labelPair{k, v}
+	e.nLabels++
+	return true
 }
 
 func fold(key []byte, name string) bool {
@@ -579,17 +545,19 @@ const (
 	msb = 0x8080808080808080
 )
 
-// plain8 reports whether none of the 8 bytes is '"', '\\', below 0x20 or
-// above 0x7f (the classic SWAR zero-byte tests).
-func plain8(b []byte) bool {
-	x := binary.LittleEndian.Uint64(b)
+// special8 marks, in the high bit of each byte, the bytes of x (eight
+// input bytes, little-endian) that a string scan must stop at: '"', '\\',
+// below 0x20, or above 0x7f. The classic SWAR zero-byte tests can also mark
+// a byte above a marked one (a borrow), never below it, so the lowest mark is
+// exact: bits.TrailingZeros64(m)/8 is the first byte to look at.
+func special8(x uint64) uint64 {
 	q := x ^ ('"' * lsb)
 	bs := x ^ ('\\' * lsb)
-	special := (q - lsb) &^ q
-	special |= (bs - lsb) &^ bs
-	special |= (x - 0x20*lsb) &^ x // a byte below 0x20 (or a borrow from one)
-	special |= x                   // a byte with the high bit set
-	return special&msb == 0
+	m := (q - lsb) &^ q
+	m |= (bs - lsb) &^ bs
+	m |= (x - 0x20*lsb) &^ x // a byte below 0x20
+	m |= x                   // a byte with the high bit set
+	return m & msb
 }
 
 // str reads the string at s.i ('"') and validates it.
@@ -599,9 +567,13 @@ func (s *scanner) str() (str, bool) {
 	lo := i
 	simple, ascii := true, true
 	for {
-		// Eight bytes at a time while none is '"', '\\', a control
-		// character or non-ASCII.
-		for i+8 <= len(b) && plain8(b[i:i+8]) {
+		// Eight bytes at a time to the first byte that is '"', '\\', a
+		// control character or non-ASCII.
+		for i+8 <= len(b) {
+			if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto special
+			}
 			i += 8
 		}
 		for i < len(b) && strClass[b[i]] == 0 {
@@ -610,6 +582,7 @@ func (s *scanner) str() (str, bool) {
 		if i >= len(b) {
 			return str{}, false
 		}
+	special:
 		switch c := b[i]; {
 		case c == '"':
 			v := str{set: true, s: span{int32(lo), int32(i)}, simple: simple, ascii: simple && ascii}
