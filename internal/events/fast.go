@@ -95,6 +95,28 @@ type causeCache struct {
 		cause             Cause
 	}
 	n, next int
+
+	// The last foreign service and method and their reject: an export
+	// repeats a few, and the reason is a fmt.Sprintf.
+	foreignService, foreignMethod string
+	foreign                       *RejectError
+}
+
+// checkMethod is checkMethod(service, method) remembering the last reject.
+func (c *causeCache) checkMethod(service, method string) error {
+	if c == nil {
+		return checkMethod(service, method)
+	}
+	if c.foreign != nil && service == c.foreignService && method == c.foreignMethod {
+		rej := *c.foreign // each Item has its own error
+		return &rej
+	}
+	err := checkMethod(service, method)
+	if rej, ok := err.(*RejectError); ok {
+		kept := *rej
+		c.foreignService, c.foreignMethod, c.foreign = strings.Clone(service), strings.Clone(method), &kept
+	}
+	return err
 }
 
 func (c *causeCache) classify(reason, principal string) Cause {
@@ -127,18 +149,20 @@ func parseFast(data []byte, opts Options) (ev Event, err error, ok bool) {
 	if !s.top() {
 		return Event{}, nil, false
 	}
-	return s.finish(opts)
+	err = s.finish(opts, &ev)
+	return ev, err, true
 }
 
-// finish makes the Event of the object the scanner has just read, s.b[:s.i].
-func (s *scanner) finish(opts Options) (ev Event, err error, ok bool) {
+// finish makes into *ev (a zero Event) the Event of the object the scanner
+// has just read, s.b[:s.i]; the fast path answers whatever it returns.
+func (s *scanner) finish(opts Options, ev *Event) error {
 	e, data := &s.e, s.b
 	if s.i > opts.maxEntry() {
-		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", s.i, opts.maxEntry()), true
+		return reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", s.i, opts.maxEntry())
 	}
 	// Decide what the entry is on spans, before making anything.
-	if err := checkMethod(s.alias(e.service), s.alias(e.method)); err != nil {
-		return Event{}, err, true
+	if err := s.causes.checkMethod(s.alias(e.service), s.alias(e.method)); err != nil {
+		return err
 	}
 	// Everything the event keeps is copied into one allocation of its own
 	// (the input belongs to the caller).
@@ -189,8 +213,7 @@ func (s *scanner) finish(opts Options) (ev Event, err error, ok bool) {
 		pairs = kv[:e.nLabels]
 	}
 	w.causes = s.causes
-	ev, err = eventFrom(w, pairs, opts)
-	return ev, err, true
+	return fillEvent(ev, &w, pairs, opts)
 }
 
 // alias is the value of a simple string member as a view of the input, for

@@ -580,22 +580,31 @@ func isComputeMethod(m string) bool {
 // entry's labels in input order (the fast path's; a separate argument so
 // that they can live on its stack).
 func eventFrom(w entry, pairs []labelKV, opts Options) (Event, error) {
+	var ev Event
+	err := fillEvent(&ev, &w, pairs, opts)
+	return ev, err
+}
+
+// fillEvent is eventFrom writing into *ev, which the fast path points at
+// the Item it returns: an Event is some 300 bytes, copied at every return.
+// On error *ev is left (or set back to) the zero Event.
+func fillEvent(ev *Event, w *entry, pairs []labelKV, opts Options) error {
 	if err := checkMethod(w.service, w.method); err != nil {
-		return Event{}, err
+		return err
 	}
 	ts, err := parseTime("timestamp", w.timestamp)
 	if err != nil {
-		return Event{}, err
+		return err
 	}
 	rts, err := parseTime("receiveTimestamp", w.receiveTimestamp)
 	if err != nil {
-		return Event{}, err
+		return err
 	}
 	if !opts.Now.IsZero() && ts.After(opts.Now.Add(MaxFutureSkew)) {
-		return Event{}, reject(CodeFutureTimestamp, "timestamp", "%s is more than %v after now (%s)",
+		return reject(CodeFutureTimestamp, "timestamp", "%s is more than %v after now (%s)",
 			ts.Format(time.RFC3339Nano), MaxFutureSkew, opts.Now.UTC().Format(time.RFC3339))
 	}
-	ev := Event{
+	*ev = Event{
 		Time:           ts,
 		ReceiveTime:    rts,
 		LogName:        w.logName,
@@ -609,17 +618,21 @@ func eventFrom(w entry, pairs []labelKV, opts Options) (Event, error) {
 	if w.service == ServiceCompute {
 		node, err = instanceOf(w.resourceName, labelSource{m: w.labels, pairs: pairs})
 		if err != nil {
-			return Event{}, err
+			*ev = Event{}
+			return err
 		}
 		ev.Kind, ev.Instance = KindZoneHint, node.instance
 		if ev.Maintenance, err = maintenanceFrom(w.maint); err != nil {
-			return Event{}, err
+			*ev = Event{}
+			return err
 		}
 	} else if node, _, err = nodeOf(w.resourceName, labelSource{m: w.labels, pairs: pairs}); err != nil {
-		return Event{}, err
+		*ev = Event{}
+		return err
 	}
 	if len(opts.AllowedProjects) > 0 && !slices.Contains(opts.AllowedProjects, node.Project) {
-		return Event{}, reject(CodeProjectNotAllowed, node.projectField, "project %q is not in the allowed projects %q", node.Project, opts.AllowedProjects)
+		*ev = Event{}
+		return reject(CodeProjectNotAllowed, node.projectField, "project %q is not in the allowed projects %q", node.Project, opts.AllowedProjects)
 	}
 	ev.Node, ev.Worker = node.NodeRef, node.worker
 	if ev.Kind == KindZoneHint {
@@ -635,9 +648,9 @@ func eventFrom(w entry, pairs []labelKV, opts Options) (Event, error) {
 	if w.hasInsertID && w.insertID != "" {
 		ev.InsertID = w.insertID
 	} else {
-		ev.InsertID = syntheticInsertID(ev)
+		ev.InsertID = syntheticInsertID(*ev)
 	}
-	return ev, nil
+	return nil
 }
 
 func parseTime(field, s string) (time.Time, error) {
