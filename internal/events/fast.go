@@ -85,6 +85,10 @@ type scanner struct {
 	e      fastEntry
 	arena  []byte      // the kept strings, sized exactly before the first copy
 	causes *causeCache // the Reader's, or nil
+
+	// newline: whitespace with a '\n' was skipped. Valid input has no
+	// other raw newline, so without one an element cannot hold "\n{".
+	newline bool
 }
 
 // causeCache remembers the last few classifications: an export repeats a
@@ -305,18 +309,18 @@ const (
 // is the one object scanner of the fast path: resource.labels
 // (levelLabels) is read by it too, with map keys matched exactly.
 func (s *scanner) members(lv level) bool {
-	s.i++ // '{'
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
+	b := s.b
+	i := s.skipWS(b, s.i+1) // after '{'
+	if i < len(b) && b[i] == '}' {
+		s.i = i + 1
 		return true
 	}
 	for {
 		// A member; after ',' too, so "{...,}" is invalid.
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
+		if i >= len(b) || b[i] != '"' {
 			return false
 		}
-		k, ok := s.str()
+		k, j, ok := scanStr(b, i)
 		if !ok {
 			return false
 		}
@@ -327,30 +331,40 @@ func (s *scanner) members(lv level) bool {
 		} else if !k.ascii {
 			return false // escapes, or case folding of non-ASCII names: leave it to encoding/json
 		}
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
+		if i = s.skipWS(b, j); i >= len(b) || b[i] != ':' {
 			return false
 		}
-		s.i++
-		s.ws()
-		if s.i >= len(s.b) || !s.member(lv, k) {
+		if i = s.skipWS(b, i+1); i >= len(b) {
 			return false
 		}
-		s.ws()
-		if s.i >= len(s.b) {
+		s.i = i
+		if !s.member(lv, k) {
 			return false
 		}
-		switch s.b[s.i] {
+		if i = s.skipWS(b, s.i); i >= len(b) {
+			return false
+		}
+		switch b[i] {
 		case ',':
-			s.i++
-			s.ws()
+			i = s.skipWS(b, i+1)
 		case '}':
-			s.i++
+			s.i = i + 1
 			return true
 		default:
 			return false
 		}
 	}
+}
+
+// skipWS returns the index of the first byte of b at or after i that is
+// not JSON whitespace: ws on locals, inlined for compact input.
+func (s *scanner) skipWS(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i
+	}
+	s.i = i
+	s.ws()
+	return s.i
 }
 
 // member reads one member's value at s.i.
@@ -534,7 +548,10 @@ func fold(key []byte, name string) bool {
 func (s *scanner) ws() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
+		case '\n':
+			s.newline = true
+			s.i++
+		case ' ', '\t', '\r':
 			s.i++
 		default:
 			return
@@ -570,73 +587,77 @@ const (
 
 // special8 marks, in the high bit of each byte, the bytes of x (eight
 // input bytes, little-endian) that a string scan must stop at: '"', '\\',
-// below 0x20, or above 0x7f. The classic SWAR zero-byte tests can also mark
-// a byte above a marked one (a borrow), never below it, so the lowest mark is
-// exact: bits.TrailingZeros64(m)/8 is the first byte to look at.
+// below 0x20, or above 0x7f. A byte's subtraction wraps (sets its high bit)
+// exactly when it is below the constant, and a byte over 0x7f is marked by
+// its own high bit; a wrap can also borrow from the byte above and mark it
+// falsely, never a byte below, so the lowest mark is exact:
+// bits.TrailingZeros64(m)/8 is the first byte to look at.
 func special8(x uint64) uint64 {
-	q := x ^ ('"' * lsb)
-	bs := x ^ ('\\' * lsb)
-	m := (q - lsb) &^ q
-	m |= (bs - lsb) &^ bs
-	m |= (x - 0x20*lsb) &^ x // a byte below 0x20
-	m |= x                   // a byte with the high bit set
-	return m & msb
+	return ((x - 0x20*lsb) | x | ((x ^ '"'*lsb) - lsb) | ((x ^ '\\'*lsb) - lsb)) & msb
+}
+
+// strEnd returns the index of the first byte of b at or after i that is
+// '"', '\\', a control character or non-ASCII, or len(b).
+func strEnd(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := special8(binary.LittleEndian.Uint64(b[i : i+8])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(b) && strClass[b[i]] == 0 {
+		i++
+	}
+	return i
 }
 
 // str reads the string at s.i ('"') and validates it.
 func (s *scanner) str() (str, bool) {
-	b := s.b
-	i := s.i + 1
+	v, next, ok := scanStr(s.b, s.i)
+	s.i = next
+	return v, ok
+}
+
+// scanStr reads and validates the string at b[i] ('"'), returning it and
+// the index after it (when ok). It works on locals only: the scanner's
+// fields live in memory, and a string is the commonest token.
+func scanStr(b []byte, i int) (str, int, bool) {
+	i++
 	lo := i
 	simple, ascii := true, true
 	for {
-		// Eight bytes at a time to the first byte that is '"', '\\', a
-		// control character or non-ASCII.
-		for i+8 <= len(b) {
-			if m := special8(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				goto special
-			}
-			i += 8
+		if i = strEnd(b, i); i >= len(b) {
+			return str{}, i, false
 		}
-		for i < len(b) && strClass[b[i]] == 0 {
-			i++
-		}
-		if i >= len(b) {
-			return str{}, false
-		}
-	special:
 		switch c := b[i]; {
 		case c == '"':
 			v := str{set: true, s: span{int32(lo), int32(i)}, simple: simple, ascii: simple && ascii}
 			if simple && !ascii && !utf8.Valid(b[lo:i]) {
 				v.simple = false
 			}
-			s.i = i + 1
-			return v, true
+			return v, i + 1, true
 		case c == '\\':
 			simple = false
 			if i+1 >= len(b) {
-				return str{}, false
+				return str{}, i, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) {
-					return str{}, false
+					return str{}, i, false
 				}
 				for _, h := range b[i+2 : i+6] {
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return str{}, false
+						return str{}, i, false
 					}
 				}
 				i += 6
 			default:
-				return str{}, false
+				return str{}, i, false
 			}
 		case c < 0x20:
-			return str{}, false
+			return str{}, i, false
 		default: // non-ASCII
 			ascii = false
 			i++

@@ -113,3 +113,34 @@ func TestParseUTCIsTimeParse(t *testing.T) {
 		t.Error("parseUTC left Cloud Logging's own form to time.Parse")
 	}
 }
+
+// TestStrEndStopsAtFirstSpecialByte checks the SWAR scan against a byte at
+// a time: every byte value at every position of a word, after every kind
+// of byte before it (a wrapping byte before another must not hide it).
+func TestStrEndStopsAtFirstSpecialByte(t *testing.T) {
+	want := func(b []byte, i int) int {
+		for i < len(b) && strClass[b[i]] == 0 {
+			i++
+		}
+		return i
+	}
+	fillers := []byte{'a', ' ', '!', '#', '[', ']', '~', 0x7f}
+	for _, fill := range fillers {
+		for pos := 0; pos < 16; pos++ {
+			for c := 0; c < 256; c++ {
+				for _, before := range []int{-1, 0x00, 0x1f, '"', '\\', 0x80, 0xff} {
+					b := []byte(strings.Repeat(string(fill), 20))
+					b[pos] = byte(c)
+					if before >= 0 && pos > 0 {
+						b[pos-1] = byte(before)
+					}
+					for start := 0; start <= pos; start += 3 {
+						if got, w := strEnd(b, start), want(b, start); got != w {
+							t.Fatalf("strEnd(%q, %d) = %d, want %d", b, start, got, w)
+						}
+					}
+				}
+			}
+		}
+	}
+}

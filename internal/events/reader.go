@@ -88,7 +88,13 @@ const (
 // maxDepth bounds the nesting of an element, as encoding/json does.
 const maxDepth = 10000
 
-const readBufferSize = 64 << 10
+const readBufferSize = 256 << 10
+
+// topUpBelow is how few unread bytes make fastElement read more when the
+// element does not end in them. Small, so that an element the fast path
+// declines anyway (an envelope, say) costs at most one move of this many
+// bytes per buffer.
+const topUpBelow = 16 << 10
 
 // NewReader returns a Reader of the entries in r; opts are passed to Parse
 // for each element.
@@ -231,10 +237,19 @@ func (r *Reader) fastElement(it *Item, stream bool) bool {
 	s := scanner{b: r.buf[r.pos:r.end], causes: &r.causes}
 	s.e.labelsNil = true
 	if !s.object() {
-		return false
+		// Near the end of the buffer the element may just be cut off by
+		// it: read on and try once more rather than frame and scan it twice.
+		if r.end-r.pos > topUpBelow || r.pos == 0 || !r.topUp() {
+			return false
+		}
+		s = scanner{b: r.buf[r.pos:r.end], causes: &r.causes}
+		s.e.labelsNil = true
+		if !s.object() {
+			return false
+		}
 	}
 	elem := s.b[:s.i]
-	if len(elem) > r.opts.maxRaw() || stream && bytes.Contains(elem, []byte("\n{")) {
+	if len(elem) > r.opts.maxRaw() || stream && s.newline && bytes.Contains(elem, []byte("\n{")) {
 		return false
 	}
 	it.Err = s.finish(r.opts, &it.Event)
@@ -468,6 +483,31 @@ func (r *Reader) consume(n int) {
 	}
 	r.pos += n
 	r.off += int64(n)
+}
+
+// topUp moves the unread bytes to the front of the buffer and reads once
+// after them (one Read, as fill does: a live stream must not wait for a
+// full buffer). It reports whether anything was added.
+func (r *Reader) topUp() bool {
+	if r.readErr != nil {
+		return false
+	}
+	r.end = copy(r.buf, r.buf[r.pos:r.end])
+	r.pos = 0
+	for empty := 0; ; empty++ {
+		n, err := r.r.Read(r.buf[r.end:])
+		r.end += n
+		if err != nil {
+			r.readErr = err
+		}
+		if n > 0 || err != nil {
+			return n > 0
+		}
+		if empty >= 100 {
+			r.readErr = io.ErrNoProgress
+			return false
+		}
+	}
 }
 
 // fill reads more input into the empty buffer. It returns io.EOF at the end.
