@@ -109,6 +109,17 @@ func TestParseUTCIsTimeParse(t *testing.T) {
 			t.Errorf("parseUTC(%q) = %v, time.Parse = %v", s, got, want)
 		}
 	}
+	// Every third day of years 1 to 9999 (and every digit count of a fraction)
+	// against time.Parse, from the times time.Format writes.
+	for day := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC); day.Year() < 10000; day = day.AddDate(0, 0, 3) {
+		at := day.Add(time.Duration(day.YearDay()) * 4567891 * time.Microsecond)
+		at = at.Add(time.Duration(day.Day()*day.YearDay()%1000000000) * time.Nanosecond).Truncate(time.Duration(pow10[day.Day()%10]))
+		s := at.Format(time.RFC3339Nano)
+		got, ok := parseUTC(s)
+		if want, _ := time.Parse(time.RFC3339Nano, s); !ok || got != want {
+			t.Fatalf("parseUTC(%q) = %v, %v; time.Parse = %v", s, got, ok, want)
+		}
+	}
 	if _, ok := parseUTC("2026-11-20T03:44:36.265703305Z"); !ok {
 		t.Error("parseUTC left Cloud Logging's own form to time.Parse")
 	}

@@ -668,33 +668,22 @@ func parseTime(field, s string) (time.Time, error) {
 }
 
 // parseUTC reads the one form Cloud Logging writes,
-// YYYY-MM-DDTHH:MM:SS[.fraction]Z, about ten times faster than time.Parse and
+// YYYY-MM-DDTHH:MM:SS[.fraction]Z, many times faster than time.Parse and
 // to the same value; anything else (offsets, leap seconds, over nine digits
-// of fraction) is left to time.Parse.
+// of fraction, the year 0) is left to time.Parse.
 func parseUTC(s string) (time.Time, bool) {
-	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
+	if len(s) < 20 || len(s) > 30 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
 		return time.Time{}, false
 	}
-	num := func(i, n int) (int, bool) {
-		v := 0
-		for _, c := range []byte(s[i : i+n]) {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
+	for _, i := range [...]int{0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18} {
+		if s[i]-'0' > 9 {
+			return time.Time{}, false
 		}
-		return v, true
 	}
-	year, ok1 := num(0, 4)
-	month, ok2 := num(5, 2)
-	day, ok3 := num(8, 2)
-	hour, ok4 := num(11, 2)
-	minute, ok5 := num(14, 2)
-	sec, ok6 := num(17, 2)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
-		return time.Time{}, false
-	}
-	if day > 28 && day > daysIn(time.Month(month), year) {
+	d2 := func(i int) int { return int(s[i]-'0')*10 + int(s[i+1]-'0') }
+	year := d2(0)*100 + d2(2)
+	month, day, hour, minute, sec := d2(5), d2(8), d2(11), d2(14), d2(17)
+	if year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
 	nsec := 0
@@ -702,20 +691,39 @@ func parseUTC(s string) (time.Time, bool) {
 		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
 			return time.Time{}, false
 		}
-		v, ok := num(20, len(frac)-1)
-		if !ok {
-			return time.Time{}, false
+		for _, c := range []byte(frac[1:]) {
+			if c-'0' > 9 {
+				return time.Time{}, false
+			}
+			nsec = nsec*10 + int(c-'0')
 		}
-		for range 10 - len(frac) {
-			v *= 10
-		}
-		nsec = v
+		nsec *= pow10[10-len(frac)]
 	}
-	return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+	unix := int64(daysSinceEpoch(year, month, day))*86400 + int64(hour*3600+minute*60+sec)
+	return time.Unix(unix, int64(nsec)).UTC(), true
 }
 
-func daysIn(m time.Month, year int) int {
-	return time.Date(year, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+var pow10 = [...]int{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// daysIn is how many days month has in year (proleptic Gregorian).
+func daysIn(month, year int) int {
+	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		return 29
+	}
+	return int("\x00\x1f\x1c\x1f\x1e\x1f\x1e\x1f\x1f\x1e\x1f\x1e\x1f"[month])
+}
+
+// daysSinceEpoch is the number of days from 1970-01-01 to the date, for
+// year >= 1 (H. Hinnant's days_from_civil).
+func daysSinceEpoch(year, month, day int) int {
+	if month <= 2 {
+		year--
+	}
+	era := year / 400
+	yoe := year - era*400
+	doy := (153*((month+9)%12)+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // rawString returns a JSON string's value, or the compact JSON text of any
