@@ -100,10 +100,15 @@ type causeCache struct {
 	}
 	n, next int
 
-	// The last foreign service and method and their reject: an export
-	// repeats a few, and the reason is a fmt.Sprintf.
-	foreignService, foreignMethod string
-	foreign                       *RejectError
+	// The last few foreign services and methods and their rejects: an
+	// export repeats a few, and the reason is a fmt.Sprintf.
+	foreign     [4]foreignReject
+	foreignNext int
+}
+
+type foreignReject struct {
+	service, method string
+	rej             *RejectError
 }
 
 // checkMethod is checkMethod(service, method) remembering the last reject.
@@ -111,14 +116,20 @@ func (c *causeCache) checkMethod(service, method string) error {
 	if c == nil {
 		return checkMethod(service, method)
 	}
-	if c.foreign != nil && service == c.foreignService && method == c.foreignMethod {
-		rej := *c.foreign // each Item has its own error
-		return &rej
+	if service == ServiceTPU && (method == MethodTerminate || method == MethodRestart) {
+		return nil
+	}
+	for _, f := range c.foreign {
+		if f.rej != nil && f.method == method && f.service == service {
+			rej := *f.rej // each Item has its own error
+			return &rej
+		}
 	}
 	err := checkMethod(service, method)
 	if rej, ok := err.(*RejectError); ok {
 		kept := *rej
-		c.foreignService, c.foreignMethod, c.foreign = strings.Clone(service), strings.Clone(method), &kept
+		c.foreign[c.foreignNext] = foreignReject{strings.Clone(service), strings.Clone(method), &kept}
+		c.foreignNext = (c.foreignNext + 1) % len(c.foreign)
 	}
 	return err
 }
@@ -320,16 +331,21 @@ func (s *scanner) members(lv level) bool {
 		if i >= len(b) || b[i] != '"' {
 			return false
 		}
-		k, j, ok := scanStr(b, i)
-		if !ok {
-			return false
-		}
-		if lv == levelLabels {
-			if !k.simple {
-				return false // a key the reference path decodes
+		f, j := exactKey(lv, b, i)
+		k := str{s: span{int32(i + 1), int32(j - 1)}, set: true, simple: true, ascii: true}
+		if j == 0 {
+			var ok bool
+			if k, j, ok = scanStr(b, i); !ok {
+				return false
 			}
-		} else if !k.ascii {
-			return false // escapes, or case folding of non-ASCII names: leave it to encoding/json
+			if lv == levelLabels {
+				if !k.simple {
+					return false // a key the reference path decodes
+				}
+			} else if !k.ascii {
+				return false // escapes, or case folding of non-ASCII names: leave it to encoding/json
+			}
+			f = foldKey(fieldNames[lv], b[k.s.lo:k.s.hi])
 		}
 		if i = s.skipWS(b, j); i >= len(b) || b[i] != ':' {
 			return false
@@ -338,7 +354,7 @@ func (s *scanner) members(lv level) bool {
 			return false
 		}
 		s.i = i
-		if !s.member(lv, k) {
+		if !s.member(lv, f, k) {
 			return false
 		}
 		if i = s.skipWS(b, s.i); i >= len(b) {
@@ -367,102 +383,190 @@ func (s *scanner) skipWS(b []byte, i int) int {
 	return s.i
 }
 
-// member reads one member's value at s.i.
-func (s *scanner) member(lv level, k str) bool {
+// A memberID names a member the fast path acts on; memOther is any other,
+// validated and skipped.
+type memberID uint8
+
+const (
+	memOther memberID = iota
+	memMessage
+	memSpecversion
+	memInsertID
+	memTimestamp
+	memReceiveTimestamp
+	memLogName
+	memResource
+	memProtoPayload
+	memType // resource.type
+	memLabels
+	memServiceName
+	memMethodName
+	memResourceName
+	memAuthenticationInfo
+	memMetadata
+	memPrincipalEmail
+	memTerminateReason
+	memMaintenanceStatus
+	memMaintenanceType // metadata.type
+	memWindowStartTime
+	memWindowEndTime
+	memLatestWindowStartTime
+	memCanReschedule
+	memUpcomingMaintenance
+)
+
+type fieldName struct {
+	name string // as the wire struct's tag spells it
+	id   memberID
+}
+
+// fieldNames are the members of each level the fast path acts on, the
+// commonest first, and a few common ones it skips (memOther), named so that
+// they are matched without a string scan. Within a level no two fold to the
+// same name, so an exact match and encoding/json's case-insensitive one
+// pick the same member.
+var fieldNames = [...][]fieldName{
+	levelTop: {{"protoPayload", memProtoPayload}, {"insertId", memInsertID}, {"resource", memResource},
+		{"timestamp", memTimestamp}, {"logName", memLogName}, {"receiveTimestamp", memReceiveTimestamp},
+		{"severity", memOther}, {"message", memMessage}, {"specversion", memSpecversion}},
+	levelResource: {{"type", memType}, {"labels", memLabels}},
+	levelProto: {{"@type", memOther}, {"status", memOther}, {"serviceName", memServiceName}, {"methodName", memMethodName},
+		{"resourceName", memResourceName}, {"authenticationInfo", memAuthenticationInfo}, {"metadata", memMetadata}},
+	levelAuth: {{"principalEmail", memPrincipalEmail}},
+	levelMetadata: {{"terminateReason", memTerminateReason}, {"maintenanceStatus", memMaintenanceStatus},
+		{"type", memMaintenanceType}, {"windowStartTime", memWindowStartTime}, {"windowEndTime", memWindowEndTime},
+		{"latestWindowStartTime", memLatestWindowStartTime}, {"canReschedule", memCanReschedule},
+		{"upcomingMaintenance", memUpcomingMaintenance}},
+	// Every label is kept, by its exact name; these are only the common
+	// ones, matched without a string scan.
+	levelLabels: {{"project_id", memOther}, {"zone", memOther}, {"node_id", memOther}, {"worker_id", memOther},
+		{"location", memOther}, {"instance_id", memOther}},
+}
+
+// namesByFirst is fieldNames by the first byte of the name: a level's
+// names nearly all start differently, so a member name is compared with one.
+var namesByFirst = func() (t [len(fieldNames)][0x80][]fieldName) {
+	for lv, names := range fieldNames {
+		for _, fn := range names {
+			t[lv][fn.name[0]] = append(t[lv][fn.name[0]], fn)
+		}
+	}
+	return t
+}()
+
+// exactKey matches the member name at b[i] ('"') against names spelled
+// exactly: the common case, decided without scanning the name as a string
+// (a name's bytes are plain ASCII, so the '"' after it ends the string).
+// It returns the member and the index after the name's closing quote, or
+// 0 when no name matches as spelled.
+func exactKey(lv level, b []byte, i int) (memberID, int) {
+	if i+1 >= len(b) || b[i+1] >= 0x80 {
+		return memOther, 0
+	}
+	rest := b[i+1:]
+	for _, fn := range namesByFirst[lv][rest[0]] {
+		n := len(fn.name)
+		if n < len(rest) && rest[n] == '"' && string(rest[:n]) == fn.name {
+			return fn.id, i + 2 + n
+		}
+	}
+	return memOther, 0
+}
+
+// foldKey matches a scanned member name case-insensitively, as
+// encoding/json does.
+func foldKey(names []fieldName, key []byte) memberID {
+	for _, fn := range names {
+		if fold(key, fn.name) {
+			return fn.id
+		}
+	}
+	return memOther
+}
+
+// member reads the value at s.i of member f (of level lv; k is its name
+// when it was scanned, which labels need).
+func (s *scanner) member(lv level, f memberID, k str) bool {
 	e := &s.e
-	key := s.b[k.s.lo:k.s.hi]
-	switch lv {
-	case levelTop:
-		switch {
-		case fold(key, "message"):
-			if s.b[s.i] == '{' {
-				return false // an envelope: the reference path unwraps it
-			}
-			return s.skip()
-		case fold(key, "specversion"):
-			return false // a structured CloudEvent
-		case fold(key, "insertId"):
-			if s.b[s.i] == 'n' {
-				e.hasInsertID = false
-				return s.null()
-			}
-			if s.b[s.i] != '"' {
-				return false
-			}
-			v, ok := s.str()
-			e.insertID, e.hasInsertID = v, true
+	var raw *span
+	switch f {
+	case memOther:
+		if lv == levelLabels {
+			return s.label(k)
+		}
+		if s.b[s.i] == '"' { // most skipped members are strings
+			_, ok := s.str()
 			return ok
-		case fold(key, "timestamp"):
-			return s.strField(&e.timestamp)
-		case fold(key, "receiveTimestamp"):
-			return s.strField(&e.receiveTimestamp)
-		case fold(key, "logName"):
-			return s.strField(&e.logName)
-		case fold(key, "resource"):
-			return s.objField(levelResource)
-		case fold(key, "protoPayload"):
-			return s.objField(levelProto)
 		}
-	case levelResource:
-		switch {
-		case fold(key, "type"):
-			return s.strField(&e.resourceType)
-		case fold(key, "labels"):
-			return s.labels()
+		return s.skip()
+	case memMessage:
+		if s.b[s.i] == '{' {
+			return false // an envelope: the reference path unwraps it
 		}
-	case levelProto:
-		switch {
-		case fold(key, "serviceName"):
-			return s.strField(&e.service)
-		case fold(key, "methodName"):
-			return s.strField(&e.method)
-		case fold(key, "resourceName"):
-			return s.strField(&e.resourceName)
-		case fold(key, "authenticationInfo"):
-			return s.objField(levelAuth)
-		case fold(key, "metadata"):
-			return s.objField(levelMetadata)
+		return s.skip()
+	case memSpecversion:
+		return false // a structured CloudEvent
+	case memInsertID:
+		if s.b[s.i] == 'n' {
+			e.hasInsertID = false
+			return s.null()
 		}
-	case levelLabels:
-		return s.label(k)
-	case levelAuth:
-		if fold(key, "principalEmail") {
-			return s.strField(&e.principal)
+		if s.b[s.i] != '"' {
+			return false
 		}
-	case levelMetadata:
-		var dst *span
-		switch {
-		case fold(key, "terminateReason"):
-			dst = &e.terminateReason
-		case fold(key, "maintenanceStatus"):
-			dst = &e.maintStatus
-		case fold(key, "type"):
-			dst = &e.maintType
-		case fold(key, "windowStartTime"):
-			dst = &e.windowStart
-		case fold(key, "windowEndTime"):
-			dst = &e.windowEnd
-		case fold(key, "latestWindowStartTime"):
-			dst = &e.latestWin
-		case fold(key, "canReschedule"):
-			dst = &e.canReschedule
-		case fold(key, "upcomingMaintenance"):
-			dst = &e.upcoming
-		}
-		if dst != nil {
-			lo := s.i
-			if !s.skip() {
-				return false
-			}
-			*dst = span{int32(lo), int32(s.i)}
-			return true
-		}
-	}
-	if s.b[s.i] == '"' { // most skipped members are strings
-		_, ok := s.str()
+		v, ok := s.str()
+		e.insertID, e.hasInsertID = v, true
 		return ok
+	case memTimestamp:
+		return s.strField(&e.timestamp)
+	case memReceiveTimestamp:
+		return s.strField(&e.receiveTimestamp)
+	case memLogName:
+		return s.strField(&e.logName)
+	case memType:
+		return s.strField(&e.resourceType)
+	case memServiceName:
+		return s.strField(&e.service)
+	case memMethodName:
+		return s.strField(&e.method)
+	case memResourceName:
+		return s.strField(&e.resourceName)
+	case memPrincipalEmail:
+		return s.strField(&e.principal)
+	case memResource:
+		return s.objField(levelResource)
+	case memProtoPayload:
+		return s.objField(levelProto)
+	case memAuthenticationInfo:
+		return s.objField(levelAuth)
+	case memMetadata:
+		return s.objField(levelMetadata)
+	case memLabels:
+		return s.labels()
+	case memTerminateReason:
+		raw = &e.terminateReason
+	case memMaintenanceStatus:
+		raw = &e.maintStatus
+	case memMaintenanceType:
+		raw = &e.maintType
+	case memWindowStartTime:
+		raw = &e.windowStart
+	case memWindowEndTime:
+		raw = &e.windowEnd
+	case memLatestWindowStartTime:
+		raw = &e.latestWin
+	case memCanReschedule:
+		raw = &e.canReschedule
+	case memUpcomingMaintenance:
+		raw = &e.upcoming
 	}
-	return s.skip()
+	// A metadata member kept raw (its JSON text, for eventFrom to decode).
+	lo := s.i
+	if !s.skip() {
+		return false
+	}
+	*raw = span{int32(lo), int32(s.i)}
+	return true
 }
 
 // strField reads a string or null into a string field (null leaves it).

@@ -675,10 +675,9 @@ func parseUTC(s string) (time.Time, bool) {
 	if len(s) < 20 || len(s) > 30 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
 		return time.Time{}, false
 	}
-	for _, i := range [...]int{0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18} {
-		if s[i]-'0' > 9 {
-			return time.Time{}, false
-		}
+	if s[0]-'0' > 9 || s[1]-'0' > 9 || s[2]-'0' > 9 || s[3]-'0' > 9 || s[5]-'0' > 9 || s[6]-'0' > 9 || s[8]-'0' > 9 ||
+		s[9]-'0' > 9 || s[11]-'0' > 9 || s[12]-'0' > 9 || s[14]-'0' > 9 || s[15]-'0' > 9 || s[17]-'0' > 9 || s[18]-'0' > 9 {
+		return time.Time{}, false
 	}
 	d2 := func(i int) int { return int(s[i]-'0')*10 + int(s[i+1]-'0') }
 	year := d2(0)*100 + d2(2)
