@@ -225,11 +225,13 @@ func (r *Reader) element() (Item, error) {
 
 // fastElement reads a plain entry straight from the buffer with the fast
 // path's scanner, which finds the element's end while it decodes it, so the
-// element is not framed first and scanned again. It declines (ok=false, the
-// cursor unmoved) whenever the general path could answer differently: the
-// element does not end within the buffered bytes, is not a plain entry for
-// the fast path, is over the limit, or (in a stream) has a '{' at the start
-// of a line inside it, where frame would cut.
+// element is not framed first and scanned again. It declines (false, the
+// cursor unmoved, though the buffered bytes may have moved to the front of
+// the buffer) whenever the general path could answer differently: the
+// element does not end within the buffered bytes (after one read more, when
+// few were left), is not a plain entry for the fast path, is over the limit,
+// or (in a stream) has a '{' at the start of a line inside it, where frame
+// would cut.
 //
 // It fills in *it (a zero Item) in place: an Item is some 400 bytes, and the
 // Event in it is made where it is returned instead of being copied there.
