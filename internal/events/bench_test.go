@@ -11,7 +11,7 @@ import (
 // mixedExport is n entries in the benchmark's mix (35% node terminates with
 // a reason, 35% per-worker terminates, 15% restarts, 15% foreign methods),
 // as JSON Lines or as gcloud's pretty-printed array.
-func mixedExport(b *testing.B, n int, array bool) []byte {
+func mixedExport(b testing.TB, n int, array bool) []byte {
 	b.Helper()
 	var kinds []string
 	for _, f := range []struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -84,6 +85,10 @@ type scanner struct {
 	e      fastEntry
 	arena  []byte      // the kept strings, sized exactly before the first copy
 	causes *causeCache // the Reader's, or nil
+
+	// newline: whitespace with a '\n' was skipped. Valid input has no
+	// other raw newline, so without one an element cannot hold "\n{".
+	newline bool
 }
 
 // causeCache remembers the last few classifications: an export repeats a
@@ -94,6 +99,39 @@ type causeCache struct {
 		cause             Cause
 	}
 	n, next int
+
+	// The last few foreign services and methods and their rejects: an
+	// export repeats a few, and the reason is a fmt.Sprintf.
+	foreign     [4]foreignReject
+	foreignNext int
+}
+
+type foreignReject struct {
+	service, method string
+	rej             *RejectError
+}
+
+// checkMethod is checkMethod(service, method) remembering the last reject.
+func (c *causeCache) checkMethod(service, method string) error {
+	if c == nil {
+		return checkMethod(service, method)
+	}
+	if service == ServiceTPU && (method == MethodTerminate || method == MethodRestart) {
+		return nil
+	}
+	for _, f := range c.foreign {
+		if f.rej != nil && f.method == method && f.service == service {
+			rej := *f.rej // each Item has its own error
+			return &rej
+		}
+	}
+	err := checkMethod(service, method)
+	if rej, ok := err.(*RejectError); ok {
+		kept := *rej
+		c.foreign[c.foreignNext] = foreignReject{strings.Clone(service), strings.Clone(method), &kept}
+		c.foreignNext = (c.foreignNext + 1) % len(c.foreign)
+	}
+	return err
 }
 
 func (c *causeCache) classify(reason, principal string) Cause {
@@ -126,18 +164,20 @@ func parseFast(data []byte, opts Options) (ev Event, err error, ok bool) {
 	if !s.top() {
 		return Event{}, nil, false
 	}
-	return s.finish(opts)
+	err = s.finish(opts, &ev)
+	return ev, err, true
 }
 
-// finish makes the Event of the object the scanner has just read, s.b[:s.i].
-func (s *scanner) finish(opts Options) (ev Event, err error, ok bool) {
+// finish makes into *ev (a zero Event) the Event of the object the scanner
+// has just read, s.b[:s.i]; the fast path answers whatever it returns.
+func (s *scanner) finish(opts Options, ev *Event) error {
 	e, data := &s.e, s.b
 	if s.i > opts.maxEntry() {
-		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", s.i, opts.maxEntry()), true
+		return reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", s.i, opts.maxEntry())
 	}
 	// Decide what the entry is on spans, before making anything.
-	if err := checkMethod(s.alias(e.service), s.alias(e.method)); err != nil {
-		return Event{}, err, true
+	if err := s.causes.checkMethod(s.alias(e.service), s.alias(e.method)); err != nil {
+		return err
 	}
 	// Everything the event keeps is copied into one allocation of its own
 	// (the input belongs to the caller).
@@ -188,8 +228,7 @@ func (s *scanner) finish(opts Options) (ev Event, err error, ok bool) {
 		pairs = kv[:e.nLabels]
 	}
 	w.causes = s.causes
-	ev, err = eventFrom(w, pairs, opts)
-	return ev, err, true
+	return fillEvent(ev, &w, pairs, opts)
 }
 
 // alias is the value of a simple string member as a view of the input, for
@@ -274,61 +313,58 @@ const (
 	levelProto
 	levelAuth
 	levelMetadata
+	levelLabels // resource.labels, a map[string]string
 )
 
-// members reads the object at s.i ('{') and the members of it we keep.
+// members reads the object at s.i ('{') and the members of it we keep. It
+// is the one object scanner of the fast path: resource.labels
+// (levelLabels) is read by it too, with map keys matched exactly.
 func (s *scanner) members(lv level) bool {
-	s.i++ // '{'
-	first := true
+	b := s.b
+	i := s.skipWS(b, s.i+1) // after '{'
+	if i < len(b) && b[i] == '}' {
+		s.i = i + 1
+		return true
+	}
 	for {
-		s.ws()
-		if s.i >= len(s.b) {
+		// A member; after ',' too, so "{...,}" is invalid.
+		if i >= len(b) || b[i] != '"' {
 			return false
 		}
-		c := s.b[s.i]
-		if c == '}' {
-			if !first {
-				return false // "{...,}" is invalid, but a '}' after a value is handled below
-			}
-			s.i++
-			return true
-		}
-		first = false
-		if c != '"' {
-			return false
-		}
-		k, ok := s.str()
-		if !ok || !k.ascii {
-			return false // escapes, or case folding of non-ASCII names: leave it to encoding/json
-		}
-		key := s.b[k.s.lo:k.s.hi]
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return false
-		}
-		s.i++
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		if !s.member(lv, key) {
-			return false
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			first = false
-			// a '}' right after ',' is invalid: the next iteration must see a key
-			s.ws()
-			if s.i >= len(s.b) || s.b[s.i] != '"' {
+		f, j := exactKey(lv, b, i)
+		k := str{s: span{int32(i + 1), int32(j - 1)}, set: true, simple: true, ascii: true}
+		if j == 0 {
+			var ok bool
+			if k, j, ok = scanStr(b, i); !ok {
 				return false
 			}
+			if lv == levelLabels {
+				if !k.simple {
+					return false // a key the reference path decodes
+				}
+			} else if !k.ascii {
+				return false // escapes, or case folding of non-ASCII names: leave it to encoding/json
+			}
+			f = foldKey(fieldNames[lv], b[k.s.lo:k.s.hi])
+		}
+		if i = s.skipWS(b, j); i >= len(b) || b[i] != ':' {
+			return false
+		}
+		if i = s.skipWS(b, i+1); i >= len(b) {
+			return false
+		}
+		s.i = i
+		if !s.member(lv, f, k) {
+			return false
+		}
+		if i = s.skipWS(b, s.i); i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = s.skipWS(b, i+1)
 		case '}':
-			s.i++
+			s.i = i + 1
 			return true
 		default:
 			return false
@@ -336,99 +372,201 @@ func (s *scanner) members(lv level) bool {
 	}
 }
 
-// member reads one member's value at s.i.
-func (s *scanner) member(lv level, key []byte) bool {
+// skipWS returns the index of the first byte of b at or after i that is
+// not JSON whitespace: ws on locals, inlined for compact input.
+func (s *scanner) skipWS(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i
+	}
+	s.i = i
+	s.ws()
+	return s.i
+}
+
+// A memberID names a member the fast path acts on; memOther is any other,
+// validated and skipped.
+type memberID uint8
+
+const (
+	memOther memberID = iota
+	memMessage
+	memSpecversion
+	memInsertID
+	memTimestamp
+	memReceiveTimestamp
+	memLogName
+	memResource
+	memProtoPayload
+	memType // resource.type
+	memLabels
+	memServiceName
+	memMethodName
+	memResourceName
+	memAuthenticationInfo
+	memMetadata
+	memPrincipalEmail
+	memTerminateReason
+	memMaintenanceStatus
+	memMaintenanceType // metadata.type
+	memWindowStartTime
+	memWindowEndTime
+	memLatestWindowStartTime
+	memCanReschedule
+	memUpcomingMaintenance
+)
+
+type fieldName struct {
+	name string // as the wire struct's tag spells it
+	id   memberID
+}
+
+// fieldNames are the members of each level the fast path acts on, the
+// commonest first, and a few common ones it skips (memOther), named so that
+// they are matched without a string scan. Within a level no two fold to the
+// same name, so an exact match and encoding/json's case-insensitive one
+// pick the same member.
+var fieldNames = [...][]fieldName{
+	levelTop: {{"protoPayload", memProtoPayload}, {"insertId", memInsertID}, {"resource", memResource},
+		{"timestamp", memTimestamp}, {"logName", memLogName}, {"receiveTimestamp", memReceiveTimestamp},
+		{"severity", memOther}, {"message", memMessage}, {"specversion", memSpecversion}},
+	levelResource: {{"type", memType}, {"labels", memLabels}},
+	levelProto: {{"@type", memOther}, {"status", memOther}, {"serviceName", memServiceName}, {"methodName", memMethodName},
+		{"resourceName", memResourceName}, {"authenticationInfo", memAuthenticationInfo}, {"metadata", memMetadata}},
+	levelAuth: {{"principalEmail", memPrincipalEmail}},
+	levelMetadata: {{"terminateReason", memTerminateReason}, {"maintenanceStatus", memMaintenanceStatus},
+		{"type", memMaintenanceType}, {"windowStartTime", memWindowStartTime}, {"windowEndTime", memWindowEndTime},
+		{"latestWindowStartTime", memLatestWindowStartTime}, {"canReschedule", memCanReschedule},
+		{"upcomingMaintenance", memUpcomingMaintenance}},
+	// Every label is kept, by its exact name; these are only the common
+	// ones, matched without a string scan.
+	levelLabels: {{"project_id", memOther}, {"zone", memOther}, {"node_id", memOther}, {"worker_id", memOther},
+		{"location", memOther}, {"instance_id", memOther}},
+}
+
+// namesByFirst is fieldNames by the first byte of the name: a level's
+// names nearly all start differently, so a member name is compared with one.
+var namesByFirst = func() (t [len(fieldNames)][0x80][]fieldName) {
+	for lv, names := range fieldNames {
+		for _, fn := range names {
+			t[lv][fn.name[0]] = append(t[lv][fn.name[0]], fn)
+		}
+	}
+	return t
+}()
+
+// exactKey matches the member name at b[i] ('"') against names spelled
+// exactly: the common case, decided without scanning the name as a string
+// (a name's bytes are plain ASCII, so the '"' after it ends the string).
+// It returns the member and the index after the name's closing quote, or
+// 0 when no name matches as spelled.
+func exactKey(lv level, b []byte, i int) (memberID, int) {
+	if i+1 >= len(b) || b[i+1] >= 0x80 {
+		return memOther, 0
+	}
+	rest := b[i+1:]
+	for _, fn := range namesByFirst[lv][rest[0]] {
+		n := len(fn.name)
+		if n < len(rest) && rest[n] == '"' && string(rest[:n]) == fn.name {
+			return fn.id, i + 2 + n
+		}
+	}
+	return memOther, 0
+}
+
+// foldKey matches a scanned member name case-insensitively, as
+// encoding/json does.
+func foldKey(names []fieldName, key []byte) memberID {
+	for _, fn := range names {
+		if fold(key, fn.name) {
+			return fn.id
+		}
+	}
+	return memOther
+}
+
+// member reads the value at s.i of member f (of level lv; k is its name
+// when it was scanned, which labels need).
+func (s *scanner) member(lv level, f memberID, k str) bool {
 	e := &s.e
-	switch lv {
-	case levelTop:
-		switch {
-		case fold(key, "message"):
-			if s.b[s.i] == '{' {
-				return false // an envelope: the reference path unwraps it
-			}
-			return s.skip()
-		case fold(key, "specversion"):
-			return false // a structured CloudEvent
-		case fold(key, "insertId"):
-			if s.b[s.i] == 'n' {
-				e.hasInsertID = false
-				return s.null()
-			}
-			if s.b[s.i] != '"' {
-				return false
-			}
-			v, ok := s.str()
-			e.insertID, e.hasInsertID = v, true
+	var raw *span
+	switch f {
+	case memOther:
+		if lv == levelLabels {
+			return s.label(k)
+		}
+		if s.b[s.i] == '"' { // most skipped members are strings
+			_, ok := s.str()
 			return ok
-		case fold(key, "timestamp"):
-			return s.strField(&e.timestamp)
-		case fold(key, "receiveTimestamp"):
-			return s.strField(&e.receiveTimestamp)
-		case fold(key, "logName"):
-			return s.strField(&e.logName)
-		case fold(key, "resource"):
-			return s.objField(levelResource)
-		case fold(key, "protoPayload"):
-			return s.objField(levelProto)
 		}
-	case levelResource:
-		switch {
-		case fold(key, "type"):
-			return s.strField(&e.resourceType)
-		case fold(key, "labels"):
-			return s.labels()
+		return s.skip()
+	case memMessage:
+		if s.b[s.i] == '{' {
+			return false // an envelope: the reference path unwraps it
 		}
-	case levelProto:
-		switch {
-		case fold(key, "serviceName"):
-			return s.strField(&e.service)
-		case fold(key, "methodName"):
-			return s.strField(&e.method)
-		case fold(key, "resourceName"):
-			return s.strField(&e.resourceName)
-		case fold(key, "authenticationInfo"):
-			return s.objField(levelAuth)
-		case fold(key, "metadata"):
-			return s.objField(levelMetadata)
+		return s.skip()
+	case memSpecversion:
+		return false // a structured CloudEvent
+	case memInsertID:
+		if s.b[s.i] == 'n' {
+			e.hasInsertID = false
+			return s.null()
 		}
-	case levelAuth:
-		if fold(key, "principalEmail") {
-			return s.strField(&e.principal)
+		if s.b[s.i] != '"' {
+			return false
 		}
-	case levelMetadata:
-		var dst *span
-		switch {
-		case fold(key, "terminateReason"):
-			dst = &e.terminateReason
-		case fold(key, "maintenanceStatus"):
-			dst = &e.maintStatus
-		case fold(key, "type"):
-			dst = &e.maintType
-		case fold(key, "windowStartTime"):
-			dst = &e.windowStart
-		case fold(key, "windowEndTime"):
-			dst = &e.windowEnd
-		case fold(key, "latestWindowStartTime"):
-			dst = &e.latestWin
-		case fold(key, "canReschedule"):
-			dst = &e.canReschedule
-		case fold(key, "upcomingMaintenance"):
-			dst = &e.upcoming
-		}
-		if dst != nil {
-			lo := s.i
-			if !s.skip() {
-				return false
-			}
-			*dst = span{int32(lo), int32(s.i)}
-			return true
-		}
-	}
-	if s.b[s.i] == '"' { // most skipped members are strings
-		_, ok := s.str()
+		v, ok := s.str()
+		e.insertID, e.hasInsertID = v, true
 		return ok
+	case memTimestamp:
+		return s.strField(&e.timestamp)
+	case memReceiveTimestamp:
+		return s.strField(&e.receiveTimestamp)
+	case memLogName:
+		return s.strField(&e.logName)
+	case memType:
+		return s.strField(&e.resourceType)
+	case memServiceName:
+		return s.strField(&e.service)
+	case memMethodName:
+		return s.strField(&e.method)
+	case memResourceName:
+		return s.strField(&e.resourceName)
+	case memPrincipalEmail:
+		return s.strField(&e.principal)
+	case memResource:
+		return s.objField(levelResource)
+	case memProtoPayload:
+		return s.objField(levelProto)
+	case memAuthenticationInfo:
+		return s.objField(levelAuth)
+	case memMetadata:
+		return s.objField(levelMetadata)
+	case memLabels:
+		return s.labels()
+	case memTerminateReason:
+		raw = &e.terminateReason
+	case memMaintenanceStatus:
+		raw = &e.maintStatus
+	case memMaintenanceType:
+		raw = &e.maintType
+	case memWindowStartTime:
+		raw = &e.windowStart
+	case memWindowEndTime:
+		raw = &e.windowEnd
+	case memLatestWindowStartTime:
+		raw = &e.latestWin
+	case memCanReschedule:
+		raw = &e.canReschedule
+	case memUpcomingMaintenance:
+		raw = &e.upcoming
 	}
-	return s.skip()
+	// A metadata member kept raw (its JSON text, for eventFrom to decode).
+	lo := s.i
+	if !s.skip() {
+		return false
+	}
+	*raw = span{int32(lo), int32(s.i)}
+	return true
 }
 
 // strField reads a string or null into a string field (null leaves it).
@@ -456,7 +594,7 @@ func (s *scanner) objField(lv level) bool {
 }
 
 // labels reads resource.labels, a map[string]string: null makes it nil, an
-// object adds to it, a null value is "".
+// object adds to it (members calls label for each member).
 func (s *scanner) labels() bool {
 	e := &s.e
 	switch s.b[s.i] {
@@ -464,66 +602,35 @@ func (s *scanner) labels() bool {
 		e.labelsNil, e.nLabels = true, 0
 		return s.null()
 	case '{':
+		e.labelsNil = false
+		return s.members(levelLabels)
+	}
+	return false
+}
+
+// label reads the value of label k: a string, or null for "".
+func (s *scanner) label(k str) bool {
+	e := &s.e
+	var v str
+	switch s.b[s.i] {
+	case '"':
+		var ok bool
+		if v, ok = s.str(); !ok {
+			return false
+		}
+	case 'n':
+		if !s.null() {
+			return false
+		}
 	default:
 		return false
 	}
-	e.labelsNil = false
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return true
+	if e.nLabels == maxFastLabels {
+		return false // more labels than any resource type has: the reference path
 	}
-	for {
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			return false
-		}
-		k, ok := s.str()
-		if !ok || !k.simple {
-			return false
-		}
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return false
-		}
-		s.i++
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		var v str
-		switch s.b[s.i] {
-		case '"':
-			if v, ok = s.str(); !ok {
-				return false
-			}
-		case 'n':
-			if !s.null() {
-				return false
-			}
-		default:
-			return false
-		}
-		if e.nLabels == maxFastLabels {
-			return false // more labels than any resource type has: the reference path
-		}
-		e.labels[e.nLabels] = labelPair{k, v}
-		e.nLabels++
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
+	e.labels[e.nLabels] = labelPair{k, v}
+	e.nLabels++
+	return true
 }
 
 func fold(key []byte, name string) bool {
@@ -545,7 +652,10 @@ func fold(key []byte, name string) bool {
 func (s *scanner) ws() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
+		case '\n':
+			s.newline = true
+			s.i++
+		case ' ', '\t', '\r':
 			s.i++
 		default:
 			return
@@ -579,36 +689,48 @@ const (
 	msb = 0x8080808080808080
 )
 
-// plain8 reports whether none of the 8 bytes is '"', '\\', below 0x20 or
-// above 0x7f (the classic SWAR zero-byte tests).
-func plain8(b []byte) bool {
-	x := binary.LittleEndian.Uint64(b)
-	q := x ^ ('"' * lsb)
-	bs := x ^ ('\\' * lsb)
-	special := (q - lsb) &^ q
-	special |= (bs - lsb) &^ bs
-	special |= (x - 0x20*lsb) &^ x // a byte below 0x20 (or a borrow from one)
-	special |= x                   // a byte with the high bit set
-	return special&msb == 0
+// special8 marks, in the high bit of each byte, the bytes of x (eight
+// input bytes, little-endian) that a string scan must stop at: '"', '\\',
+// below 0x20, or above 0x7f. A byte's subtraction wraps (sets its high bit)
+// exactly when it is below the constant, and a byte over 0x7f is marked by
+// its own high bit; a wrap can also borrow from the byte above and mark it
+// falsely, never a byte below, so the lowest mark is exact:
+// bits.TrailingZeros64(m)/8 is the first byte to look at.
+func special8(x uint64) uint64 {
+	return ((x - 0x20*lsb) | x | ((x ^ '"'*lsb) - lsb) | ((x ^ '\\'*lsb) - lsb)) & msb
+}
+
+// strEnd returns the index of the first byte of b at or after i that is
+// '"', '\\', a control character or non-ASCII, or len(b).
+func strEnd(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if m := special8(binary.LittleEndian.Uint64(b[i : i+8])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(b) && strClass[b[i]] == 0 {
+		i++
+	}
+	return i
 }
 
 // str reads the string at s.i ('"') and validates it.
 func (s *scanner) str() (str, bool) {
-	b := s.b
-	i := s.i + 1
+	v, next, ok := scanStr(s.b, s.i)
+	s.i = next
+	return v, ok
+}
+
+// scanStr reads and validates the string at b[i] ('"'), returning it and
+// the index after it (when ok). It works on locals only: the scanner's
+// fields live in memory, and a string is the commonest token.
+func scanStr(b []byte, i int) (str, int, bool) {
+	i++
 	lo := i
 	simple, ascii := true, true
 	for {
-		// Eight bytes at a time while none is '"', '\\', a control
-		// character or non-ASCII.
-		for i+8 <= len(b) && plain8(b[i:i+8]) {
-			i += 8
-		}
-		for i < len(b) && strClass[b[i]] == 0 {
-			i++
-		}
-		if i >= len(b) {
-			return str{}, false
+		if i = strEnd(b, i); i >= len(b) {
+			return str{}, i, false
 		}
 		switch c := b[i]; {
 		case c == '"':
@@ -616,31 +738,30 @@ func (s *scanner) str() (str, bool) {
 			if simple && !ascii && !utf8.Valid(b[lo:i]) {
 				v.simple = false
 			}
-			s.i = i + 1
-			return v, true
+			return v, i + 1, true
 		case c == '\\':
 			simple = false
 			if i+1 >= len(b) {
-				return str{}, false
+				return str{}, i, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(b) {
-					return str{}, false
+					return str{}, i, false
 				}
 				for _, h := range b[i+2 : i+6] {
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return str{}, false
+						return str{}, i, false
 					}
 				}
 				i += 6
 			default:
-				return str{}, false
+				return str{}, i, false
 			}
 		case c < 0x20:
-			return str{}, false
+			return str{}, i, false
 		default: // non-ASCII
 			ascii = false
 			i++

@@ -109,7 +109,49 @@ func TestParseUTCIsTimeParse(t *testing.T) {
 			t.Errorf("parseUTC(%q) = %v, time.Parse = %v", s, got, want)
 		}
 	}
+	// Every third day of years 1 to 9999 (and every digit count of a fraction)
+	// against time.Parse, from the times time.Format writes.
+	for day := time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC); day.Year() < 10000; day = day.AddDate(0, 0, 3) {
+		at := day.Add(time.Duration(day.YearDay()) * 4567891 * time.Microsecond)
+		at = at.Add(time.Duration(day.Day()*day.YearDay()%1000000000) * time.Nanosecond).Truncate(time.Duration(pow10[day.Day()%10]))
+		s := at.Format(time.RFC3339Nano)
+		got, ok := parseUTC(s)
+		if want, _ := time.Parse(time.RFC3339Nano, s); !ok || got != want {
+			t.Fatalf("parseUTC(%q) = %v, %v; time.Parse = %v", s, got, ok, want)
+		}
+	}
 	if _, ok := parseUTC("2026-11-20T03:44:36.265703305Z"); !ok {
 		t.Error("parseUTC left Cloud Logging's own form to time.Parse")
+	}
+}
+
+// TestStrEndStopsAtFirstSpecialByte checks the SWAR scan against a byte at
+// a time: every byte value at every position of a word, after every kind
+// of byte before it (a wrapping byte before another must not hide it).
+func TestStrEndStopsAtFirstSpecialByte(t *testing.T) {
+	want := func(b []byte, i int) int {
+		for i < len(b) && strClass[b[i]] == 0 {
+			i++
+		}
+		return i
+	}
+	fillers := []byte{'a', ' ', '!', '#', '[', ']', '~', 0x7f}
+	for _, fill := range fillers {
+		for pos := 0; pos < 16; pos++ {
+			for c := 0; c < 256; c++ {
+				for _, before := range []int{-1, 0x00, 0x1f, '"', '\\', 0x80, 0xff} {
+					b := []byte(strings.Repeat(string(fill), 20))
+					b[pos] = byte(c)
+					if before >= 0 && pos > 0 {
+						b[pos-1] = byte(before)
+					}
+					for start := 0; start <= pos; start += 3 {
+						if got, w := strEnd(b, start), want(b, start); got != w {
+							t.Fatalf("strEnd(%q, %d) = %d, want %d", b, start, got, w)
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -35,8 +35,9 @@ func nodeOf(resourceName string, labels labelSource) (located, string, error) {
 		}
 	}
 	labelNames := [4]string{"project_id", "zone", "node_id", "worker_id"}
+	nl := labels.node()
 	for i, k := range labelNames {
-		v := labels.get(k)
+		v := nl[i]
 		if v == "" {
 			continue
 		}
@@ -45,7 +46,7 @@ func nodeOf(resourceName string, labels labelSource) (located, string, error) {
 		}
 		fromLabels[i] = v
 	}
-	if loc := labels.get("location"); loc != "" {
+	if loc := nl[4]; loc != "" {
 		if !validID(loc) {
 			return located{}, "", reject(CodeInvalidNode, labelsPrefix+"location", "%q is not a valid resource id", loc)
 		}
@@ -54,7 +55,7 @@ func nodeOf(resourceName string, labels labelSource) (located, string, error) {
 		}
 		fromLabels[1] = loc
 	}
-	if labels.get("zone") != "" {
+	if nl[1] != "" {
 		labelNames[1] = "zone"
 	} else {
 		labelNames[1] = "location"
@@ -97,6 +98,29 @@ type labelSource struct {
 }
 
 type labelKV struct{ k, v string }
+
+// node returns the labels nodeOf reads: project_id, zone, node_id,
+// worker_id and location, in one pass over the pairs.
+func (l labelSource) node() (v [5]string) {
+	if l.pairs == nil {
+		return [5]string{l.m["project_id"], l.m["zone"], l.m["node_id"], l.m["worker_id"], l.m["location"]}
+	}
+	for _, p := range l.pairs { // in input order: the last one wins, as in the map
+		switch p.k {
+		case "project_id":
+			v[0] = p.v
+		case "zone":
+			v[1] = p.v
+		case "node_id":
+			v[2] = p.v
+		case "worker_id":
+			v[3] = p.v
+		case "location":
+			v[4] = p.v
+		}
+	}
+	return v
+}
 
 func (l labelSource) get(k string) string {
 	if l.pairs == nil {

@@ -88,7 +88,13 @@ const (
 // maxDepth bounds the nesting of an element, as encoding/json does.
 const maxDepth = 10000
 
-const readBufferSize = 64 << 10
+const readBufferSize = 256 << 10
+
+// topUpBelow is how few unread bytes make fastElement read more when the
+// element does not end in them. Small, so that an element the fast path
+// declines anyway (an envelope, say) costs at most one move of this many
+// bytes per buffer.
+const topUpBelow = 16 << 10
 
 // NewReader returns a Reader of the entries in r; opts are passed to Parse
 // for each element.
@@ -100,7 +106,7 @@ func NewReader(r io.Reader, opts Options) *Reader {
 // not an error: the caller records it and calls Next again. Next returns
 // io.EOF at the end of the stream and any other error when reading the
 // underlying reader fails; both are final.
-func (r *Reader) Next() (Item, error) {
+func (r *Reader) Next() (it Item, err error) {
 	if r.err != nil {
 		return Item{}, r.err
 	}
@@ -126,6 +132,9 @@ func (r *Reader) Next() (Item, error) {
 				r.mode = modeArrayFirst
 				continue
 			case '{':
+				if r.fastElement(&it, true) {
+					return it, nil
+				}
 				return r.element()
 			default:
 				return r.junkLine()
@@ -152,6 +161,9 @@ func (r *Reader) Next() (Item, error) {
 				return r.arrayStop(fmt.Sprintf("%q where an array element should be", c))
 			}
 			r.mode = modeArrayNext
+			if r.fastElement(&it, false) {
+				return it, nil
+			}
 			return r.element()
 		}
 	}
@@ -177,9 +189,6 @@ func (r *Reader) arrayStop(why string) (Item, error) {
 // element frames the value at the cursor and parses it.
 func (r *Reader) element() (Item, error) {
 	inArray := r.mode != modeTop
-	if it, ok := r.fastElement(!inArray); ok {
-		return it, nil
-	}
 	start := r.off
 	res, err := r.frame(!inArray)
 	if err != nil {
@@ -216,30 +225,41 @@ func (r *Reader) element() (Item, error) {
 
 // fastElement reads a plain entry straight from the buffer with the fast
 // path's scanner, which finds the element's end while it decodes it, so the
-// element is not framed first and scanned again. It declines (ok=false, the
-// cursor unmoved) whenever the general path could answer differently: the
-// element does not end within the buffered bytes, is not a plain entry for
-// the fast path, is over the limit, or (in a stream) has a '{' at the start
-// of a line inside it, where frame would cut.
-func (r *Reader) fastElement(stream bool) (Item, bool) {
+// element is not framed first and scanned again. It declines (false, the
+// cursor unmoved, though the buffered bytes may have moved to the front of
+// the buffer) whenever the general path could answer differently: the
+// element does not end within the buffered bytes (after one read more, when
+// few were left), is not a plain entry for the fast path, is over the limit,
+// or (in a stream) has a '{' at the start of a line inside it, where frame
+// would cut.
+//
+// It fills in *it (a zero Item) in place: an Item is some 400 bytes, and the
+// Event in it is made where it is returned instead of being copied there.
+func (r *Reader) fastElement(it *Item, stream bool) bool {
 	s := scanner{b: r.buf[r.pos:r.end], causes: &r.causes}
 	s.e.labelsNil = true
 	if !s.object() {
-		return Item{}, false
+		// Near the end of the buffer the element may just be cut off by
+		// it: read on and try once more rather than frame and scan it twice.
+		if r.end-r.pos > topUpBelow || r.pos == 0 || !r.topUp() {
+			return false
+		}
+		s = scanner{b: r.buf[r.pos:r.end], causes: &r.causes}
+		s.e.labelsNil = true
+		if !s.object() {
+			return false
+		}
 	}
 	elem := s.b[:s.i]
-	if len(elem) > r.opts.maxRaw() || stream && bytes.Contains(elem, []byte("\n{")) {
-		return Item{}, false
+	if len(elem) > r.opts.maxRaw() || stream && s.newline && bytes.Contains(elem, []byte("\n{")) {
+		return false
 	}
-	ev, err, ok := s.finish(r.opts)
-	if !ok {
-		return Item{}, false
-	}
-	data := bytes.Clone(elem)
+	it.Err = s.finish(r.opts, &it.Event)
+	it.Data = bytes.Clone(elem)
+	it.Index, it.Offset = r.index, r.start
+	r.index++
 	r.consume(len(elem))
-	it := r.item(data, err)
-	it.Event = ev
-	return it, true
+	return true
 }
 
 type frameResult int
@@ -465,6 +485,31 @@ func (r *Reader) consume(n int) {
 	}
 	r.pos += n
 	r.off += int64(n)
+}
+
+// topUp moves the unread bytes to the front of the buffer and reads once
+// after them (one Read, as fill does: a live stream must not wait for a
+// full buffer). It reports whether anything was added.
+func (r *Reader) topUp() bool {
+	if r.readErr != nil {
+		return false
+	}
+	r.end = copy(r.buf, r.buf[r.pos:r.end])
+	r.pos = 0
+	for empty := 0; ; empty++ {
+		n, err := r.r.Read(r.buf[r.end:])
+		r.end += n
+		if err != nil {
+			r.readErr = err
+		}
+		if n > 0 || err != nil {
+			return n > 0
+		}
+		if empty >= 100 {
+			r.readErr = io.ErrNoProgress
+			return false
+		}
+	}
 }
 
 // fill reads more input into the empty buffer. It returns io.EOF at the end.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -364,6 +365,73 @@ func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		if _, err := Parse(entry, Options{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// chunkReader returns at most n bytes per Read, so that entries straddle
+// the Reader's buffer wherever the chunks happen to end.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c chunkReader) Read(p []byte) (int, error) {
+	if len(p) > c.n {
+		p = p[:c.n]
+	}
+	return c.r.Read(p)
+}
+
+// TestReaderSameItemsWhateverTheReadSizes reads an export several buffers
+// long, with malformed lines among the entries, in reads of odd sizes: the
+// items (offsets, bytes, events, rejects) are those of reading it whole, and
+// each is what Parse makes of its bytes.
+func TestReaderSameItemsWhateverTheReadSizes(t *testing.T) {
+	for _, array := range []bool{false, true} {
+		data := mixedExport(t, 1500, array)
+		if !array {
+			lines := bytes.SplitAfter(data, []byte("\n"))
+			for i := 5; i < len(lines); i += 97 {
+				lines[i] = append([]byte(`{"insertId":"cut`+"\n"), lines[i]...)
+			}
+			data = bytes.Join(lines, nil)
+		}
+		if len(data) < 3*readBufferSize {
+			t.Fatalf("export of %d bytes is not several buffers long", len(data))
+		}
+		readAll := func(in io.Reader) []Item {
+			var items []Item
+			r := NewReader(in, Options{})
+			for {
+				it, err := r.Next()
+				if err == io.EOF {
+					return items
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				items = append(items, it)
+			}
+		}
+		whole := readAll(bytes.NewReader(data))
+		for _, it := range whole {
+			if got := data[it.Offset : it.Offset+int64(len(it.Data))]; !bytes.Equal(got, it.Data) {
+				t.Fatalf("item %d: Data %.40q is not the input at its offset %d (%.40q)", it.Index, it.Data, it.Offset, got)
+			}
+			ev, err := Parse(it.Data, Options{})
+			if (err == nil) != (it.Err == nil) {
+				t.Fatalf("item %d: Parse says %v, the Reader %v", it.Index, err, it.Err)
+			}
+			if diff := cmp.Diff(ev, it.Event); diff != "" {
+				t.Fatalf("item %d: event differs from Parse (-Parse +Reader):\n%s", it.Index, diff)
+			}
+		}
+		for _, n := range []int{4093, 7919, 65521, readBufferSize - 1} {
+			// reflect.DeepEqual first: cmp.Diff of thousands of items is slow.
+			if got := readAll(chunkReader{bytes.NewReader(data), n}); !reflect.DeepEqual(whole, got) {
+				t.Errorf("array %v, reads of %d bytes: items differ (-whole +chunked):\n%s", array, n, cmp.Diff(whole, got))
+			}
 		}
 	}
 }
