@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -71,13 +72,15 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	proxy := httputil.NewSingleHostReverseProxy(inner)
 	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
-		if errors.Is(err, context.Canceled) {
+		if r.Context().Err() != nil {
 			return // the client gave up (as Pub/Sub does past its ack deadline): nobody to answer
 		}
+		// Never the default 200 (an acknowledgement) for a request the
+		// function may not have seen: 502, and Pub/Sub delivers it again.
 		fmt.Fprintf(stderr, "autoheal serve: forward %s: %v\n", r.URL.Path, err)
 		w.WriteHeader(http.StatusBadGateway)
 	}
-	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: wholeBodies(proxy), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stderr, "autoheal serve: function %s listening on http://%s\n", function.EntryPoint, ln.Addr())
@@ -140,4 +143,27 @@ func defaultPort() int {
 		return p
 	}
 	return 8080
+}
+
+// wholeBodies reads a request's body (up to one byte over the function's
+// limit, function.MaxBodyBytes) before forwarding it, as Cloud Run's front
+// end does: the function answers an oversized body (204, a reject record)
+// without reading the rest, and a body still being forwarded to it then
+// failed mid-write, and the client got a proxy error instead of the
+// function's answer. A client that gives up mid-body has nobody to answer.
+func wholeBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(io.LimitReader(r.Body, function.MaxBodyBytes+1))
+			if err != nil {
+				if r.Context().Err() == nil {
+					http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+				}
+				return
+			}
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			r.TransferEncoding = nil
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -170,7 +170,12 @@ func chainWanted(recs []Recovery, looked map[string]time.Time, now time.Time, wi
 // read. A live lease's holder looks at the unfinished recoveries after it
 // releases the lease (followLeased), so it sees the recovery and chains; a
 // pending kick's run clears the mark after this read and only then looks
-// for recoveries to follow, so it sees it too.
+// for recoveries to follow, so it sees it too. What it does not cover: the
+// kick that was pending fails to publish (KickFailed clears the mark only
+// for later deliveries), or its instance dies between the claim and the
+// publish (the mark goes stale after KickPending); then the skipped
+// delivery's recovery waits for the next delivery that kicks or the minute
+// sweep, as before kicks existed.
 func (h *Handler) KickWanted(ctx context.Context, r Record) bool {
 	if !LeftForLater(r) {
 		return false

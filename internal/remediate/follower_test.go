@@ -261,8 +261,18 @@ func TestSweepDoesNotFollowWhileAnotherFollowerHoldsTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
-	if got := fake.Fleet().Nodes[0].State; got != "DELETING" {
-		t.Errorf("node after the sweep: %s, want DELETING (not followed)", got)
+	// What the sweep did, not what the wall clock did since: the delete
+	// issued and never looked at again (a follower polls its operation
+	// 50 ms later), the recovery left deleting for the lease holder.
+	if got := fake.Count("operations.get", ""); got != 0 {
+		t.Errorf("operations.get after the sweep: %d polls, want 0 (not followed)", got)
+	}
+	if got := fake.Count("nodes.delete", ""); got != 1 {
+		t.Errorf("nodes.delete after the sweep: %d, want 1 (the sweep's first step)", got)
+	}
+	recs, err := store.Unfinished(context.Background())
+	if err != nil || len(recs) != 1 || recs[0].Phase != remediate.PhaseDeleting {
+		t.Errorf("unfinished recoveries after the sweep = %+v, %v; want one, deleting", recs, err)
 	}
 	if res.Chain {
 		t.Errorf("a sweep that did not hold the lease chains")

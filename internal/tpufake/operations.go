@@ -209,23 +209,39 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 	op.op.Metadata = s.metadata(op, s.now())
 }
 
-// retire adds the finished op to the ring of finished operations and
-// forgets the oldest one beyond the retention (WithOperationRetention), so
-// a server that ran a million operations holds a bounded number. Called
-// with s.mu held.
+// retire adds the finished op to the queue of finished operations and
+// forgets the oldest ones beyond the retention (WithOperationRetention)
+// that finished at least OperationMinAge ago on the server's clock, so a
+// server that ran a million operations holds a bounded number, and a
+// caller always sees the operation it started done, however many others
+// finished meanwhile (a replayed wave finishes thousands on one tick).
+// Called with s.mu held.
 func (s *Server) retire(op *operation) {
 	if s.opKeep <= 0 {
 		return
 	}
-	if len(s.finished) < s.opKeep {
-		s.finished = append(s.finished, op.op.Name)
-		return
+	now := s.now()
+	s.finished = append(s.finished, finishedOp{name: op.op.Name, at: now})
+	for len(s.finished)-s.finHead > s.opKeep {
+		old := s.finished[s.finHead]
+		if now.Sub(old.at) < OperationMinAge {
+			break
+		}
+		delete(s.ops, old.name)
+		delete(s.counts, countKey{"operations.get", old.name}) // its polls go with it
+		s.finished[s.finHead] = finishedOp{}
+		s.finHead++
 	}
-	old := s.finished[s.finNext]
-	delete(s.ops, old)
-	delete(s.counts, countKey{"operations.get", old}) // its polls go with it
-	s.finished[s.finNext] = op.op.Name
-	s.finNext = (s.finNext + 1) % s.opKeep
+	if s.finHead > len(s.finished)/2 && s.finHead > 64 {
+		s.finished = append(s.finished[:0], s.finished[s.finHead:]...)
+		s.finHead = 0
+	}
+}
+
+// finishedOp is a finished operation's name and when it finished.
+type finishedOp struct {
+	name string
+	at   time.Time
 }
 
 // responseType is the response message of each operation.

@@ -63,7 +63,8 @@ func WithRequestLog(n int) Option { return func(s *Server) { s.logCap = n } }
 const DefaultRequestLog = 256
 
 // WithOperationRetention keeps the last n finished operations for
-// operations.get (default DefaultOperationRetention); an older one answers
+// operations.get (default DefaultOperationRetention), and every operation
+// that finished less than OperationMinAge ago; an older one answers
 // NOT_FOUND, as the real API does once it has forgotten an operation, and
 // Count forgets its polls. n <= 0 keeps every operation. Running operations
 // are always kept.
@@ -74,6 +75,11 @@ func WithOperationRetention(n int) Option { return func(s *Server) { s.opKeep = 
 // (a recovery polls its operation within minutes, a handful of operations
 // later), few enough that a long replay runs in constant memory.
 const DefaultOperationRetention = 4096
+
+// OperationMinAge is how long, on the server's clock, a finished operation
+// is kept whatever the retention: a recovery polls its operation within
+// minutes, and a wave can finish thousands of operations at once.
+const OperationMinAge = time.Hour
 
 // WithClock sets the clock used for createTime fields, operation metadata,
 // operation delays and the request log (default time.Now).
@@ -149,8 +155,8 @@ type Server struct {
 	ops       map[string]*operation
 	timed     map[*operation]struct{} // running operations with a done-at time (WithOperationDelay)
 	opKeep    int                     // finished operations kept (WithOperationRetention)
-	finished  []string                // ring of the last opKeep finished operations' names
-	finNext   int                     // the ring's oldest entry once it is full
+	finished  []finishedOp            // finished operations, oldest first, from finHead
+	finHead   int                     // finished[:finHead] are forgotten
 	opSeq     int
 	idSeq     int64
 	rules     []*rule
