@@ -241,7 +241,10 @@ func (r *Reader) fastElement(it *Item, stream bool) bool {
 	if !s.object() {
 		// Near the end of the buffer the element may just be cut off by
 		// it: read on and try once more rather than frame and scan it twice.
-		if r.end-r.pos > topUpBelow || r.pos == 0 || !r.topUp() {
+		// An element that ends in the buffered bytes was declined, not cut
+		// off: reading on would wait on a live stream (a pipe) for input
+		// the element does not need.
+		if r.end-r.pos > topUpBelow || r.pos == 0 || endsIn(r.buf[r.pos:r.end]) || !r.topUp() {
 			return false
 		}
 		s = scanner{b: r.buf[r.pos:r.end], causes: &r.causes}
@@ -485,6 +488,40 @@ func (r *Reader) consume(n int) {
 	}
 	r.pos += n
 	r.off += int64(n)
+}
+
+// endsIn reports whether the object at the start of b ends within b: the
+// brackets' balance found outside strings, nothing else checked (frame and
+// Parse check the grammar). Anything but an object is not the fast path's
+// to read on for: it counts as ended.
+func endsIn(b []byte) bool {
+	if len(b) == 0 || b[0] != '{' {
+		return true
+	}
+	depth := 0
+	inStr, esc := false, false
+	for _, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case inStr:
+			switch c {
+			case '\\':
+				esc = true
+			case '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // topUp moves the unread bytes to the front of the buffer and reads once

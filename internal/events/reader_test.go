@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -433,5 +434,52 @@ func TestReaderSameItemsWhateverTheReadSizes(t *testing.T) {
 				t.Errorf("array %v, reads of %d bytes: items differ (-whole +chunked):\n%s", array, n, cmp.Diff(whole, got))
 			}
 		}
+	}
+}
+
+// readsOnce hands out data in one Read and counts the Reads after it: a
+// live stream (a pipe) whose writer waits, where such a Read would block.
+type readsOnce struct {
+	data  []byte
+	after int
+}
+
+func (r *readsOnce) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		r.after++
+		return 0, io.EOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// An element that is whole in the bytes read so far is returned without
+// another Read, also when the fast path declines it (an envelope, a
+// malformed object, an escaped member name): on a pipe that Read would
+// wait for the writer. (Reading on after any decline once made
+// `replay -` wait on a live stream.)
+func TestReaderDoesNotReadOnForAWholeElement(t *testing.T) {
+	entry := compact(t, readFixture(t, "terminate-maintenance.json"))
+	envelope := `{"message":{"data":"` + base64.StdEncoding.EncodeToString([]byte(entry)) + `"}}`
+	for name, second := range map[string]string{
+		"entry":              entry,
+		"pub/sub push body":  envelope,
+		"malformed object":   `{"a" 1}`,
+		"escaped key":        strings.Replace(entry, `"protoPayload"`, `"\u0070rotoPayload"`, 1),
+		"object then scalar": `{"a":[1,{"b":"}"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := &readsOnce{data: []byte(entry + "\n" + second + "\n")}
+			r := NewReader(src, Options{})
+			for i := range 2 {
+				if _, err := r.Next(); err != nil {
+					t.Fatalf("Next %d: %v", i+1, err)
+				}
+			}
+			if src.after != 0 {
+				t.Errorf("%d Reads after the data before the second element was returned, want 0", src.after)
+			}
+		})
 	}
 }
