@@ -1,7 +1,5 @@
 package events
 
-import "encoding/json"
-
 // FollowMessage is the Pub/Sub message body of a follow kick: the function
 // publishes it to its own events topic (AUTOHEAL_KICK_TOPIC) when a
 // delivery left a recovery waiting for its next look and nobody is
@@ -14,14 +12,4 @@ const FollowMessage = `{"autoheal":"follow"}`
 // IsFollow reports whether payload (an unwrapped Pub/Sub message) is
 // FollowMessage: a JSON object whose "autoheal" member is exactly
 // "follow", whatever the whitespace and the order of other members.
-func IsFollow(payload []byte) bool {
-	if len(payload) > 4<<10 {
-		return false // the follow message is 21 bytes; do not parse big input.
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(payload, &m) != nil {
-		return false
-	}
-	var v string
-	return json.Unmarshal(m["autoheal"], &v) == nil && v == "follow"
-}
+func IsFollow(payload []byte) bool { return isControl(payload, "follow") }

@@ -488,16 +488,21 @@ func Peek(data []byte) Event {
 // IsSweep reports whether payload (an unwrapped Pub/Sub message) is
 // SweepMessage: a JSON object whose "autoheal" member is exactly "sweep",
 // whatever the whitespace and the order of other members.
-func IsSweep(payload []byte) bool {
+func IsSweep(payload []byte) bool { return isControl(payload, "sweep") }
+
+// isControl reports whether payload is one of our own control messages
+// (SweepMessage, FollowMessage): a JSON object whose "autoheal" member is
+// exactly word.
+func isControl(payload []byte, word string) bool {
 	if len(payload) > 4<<10 {
-		return false // the sweep message is 20 bytes; do not parse big input.
+		return false // a control message is about 20 bytes; do not parse big input.
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(payload, &m) != nil {
 		return false
 	}
 	var v string
-	return json.Unmarshal(m["autoheal"], &v) == nil && v == "sweep"
+	return json.Unmarshal(m["autoheal"], &v) == nil && v == word
 }
 
 // entry is what eventFrom reads of a LogEntry, however it was decoded.
