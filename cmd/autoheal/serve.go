@@ -71,6 +71,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	proxy := httputil.NewSingleHostReverseProxy(inner)
+	// A fresh loopback connection per request: a kept-alive one the
+	// framework's server has just closed (after a body it did not read to
+	// the end, say) fails the next POST forwarded on it, and a POST is not
+	// retried, so its client got a proxy error instead of the function's
+	// answer (1 post in a few thousand, under load).
+	proxy.Transport = &http.Transport{DisableKeepAlives: true}
 	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		if r.Context().Err() != nil {
 			return // the client gave up (as Pub/Sub does past its ack deadline): nobody to answer
