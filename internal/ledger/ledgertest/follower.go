@@ -142,76 +142,55 @@ func runFollower(t *testing.T, newStore NewStore, opts Options) {
 	})
 
 	t.Run("pending kick: of many concurrent claimants at most one publishes", func(t *testing.T) {
-		s := newStore(t)
 		n := min(opts.Claimants, 16)
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			wins int
-			errs []error
-		)
-		start := make(chan struct{})
-		for range n {
-			store := s
-			if opts.NewClaimant != nil {
-				store = opts.NewClaimant(t, s)
-			}
-			l := followerOf(t, store)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				ok, err := l.ClaimKick(ctx, t0, 30*time.Second)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-				} else if ok {
-					wins++
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
+		wins, errs := raceFollower(t, newStore(t), n, opts, func(l remediate.FollowerLease, _ int) (bool, error) {
+			return l.ClaimKick(ctx, t0, 30*time.Second)
+		})
 		if wins != 1 || len(errs) != 0 {
 			t.Errorf("%d concurrent ClaimKick: %d published, errors %v; want exactly 1 and no errors", n, wins, errs)
 		}
 	})
 
 	t.Run("follower lease: of many concurrent takers exactly one wins", func(t *testing.T) {
-		s := newStore(t)
 		n := min(opts.Claimants, 16)
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			wins int
-			errs []error
-		)
-		start := make(chan struct{})
-		for i := range n {
-			store := s
-			if opts.NewClaimant != nil {
-				store = opts.NewClaimant(t, s)
-			}
-			l := followerOf(t, store)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				ok, err := l.TakeFollower(ctx, fmt.Sprint("follower-", i), t0, until)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-				} else if ok {
-					wins++
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
+		wins, errs := raceFollower(t, newStore(t), n, opts, func(l remediate.FollowerLease, i int) (bool, error) {
+			return l.TakeFollower(ctx, fmt.Sprint("follower-", i), t0, until)
+		})
 		if wins != 1 || len(errs) != 0 {
 			t.Errorf("%d concurrent takers: %d won, errors %v; want exactly 1 winner and no errors", n, wins, errs)
 		}
 	})
+}
+
+// raceFollower runs try on n claimants of s at once (each its own client
+// when opts.NewClaimant says how) and counts the true answers and errors.
+func raceFollower(t *testing.T, s remediate.Store, n int, opts Options, try func(remediate.FollowerLease, int) (bool, error)) (wins int, errs []error) {
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	start := make(chan struct{})
+	for i := range n {
+		store := s
+		if opts.NewClaimant != nil {
+			store = opts.NewClaimant(t, s)
+		}
+		l := followerOf(t, store)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ok, err := try(l, i)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else if ok {
+				wins++
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return wins, errs
 }
