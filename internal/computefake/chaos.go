@@ -24,6 +24,7 @@ const (
 	KindCapacity              FaultKind = "capacity"                // the operation ends with a capacity error
 	KindReadLag               FaultKind = "read-lag"                // reads show the old state for a while
 	KindPageRepeat            FaultKind = "page-repeat"
+	KindPageRestart           FaultKind = "page-restart"
 	KindPageSkip              FaultKind = "page-skip"
 	KindPageEmpty             FaultKind = "page-empty"
 )
@@ -31,7 +32,7 @@ const (
 // AllKinds are every fault kind, in the order FailRandomly draws among them.
 var AllKinds = []FaultKind{
 	KindError, KindErrorApplied, KindErrorAppliedLater, KindHang, KindHangApplied, KindLost, KindMalformed,
-	KindOperationError, KindOperationErrorApplied, KindCapacity, KindReadLag, KindPageRepeat, KindPageSkip, KindPageEmpty,
+	KindOperationError, KindOperationErrorApplied, KindCapacity, KindReadLag, KindPageRepeat, KindPageRestart, KindPageSkip, KindPageEmpty,
 }
 
 // DefaultCodes are the error codes FailRandomly draws from by default.
@@ -86,7 +87,7 @@ func kindApplies(k FaultKind, method string) bool {
 	switch k {
 	case KindError, KindHang, KindMalformed:
 		return true
-	case KindPageRepeat, KindPageSkip, KindPageEmpty:
+	case KindPageRepeat, KindPageRestart, KindPageSkip, KindPageEmpty:
 		return listing[method]
 	}
 	return mutating[method]
@@ -147,6 +148,8 @@ func (s *Server) drawFault(rt route) *FailRule {
 		f.Code, f.ReadLag = 0, d
 	case KindPageRepeat:
 		f.Code, f.Page = 0, PageRepeat
+	case KindPageRestart:
+		f.Code, f.Page = 0, PageRestart
 	case KindPageSkip:
 		f.Code, f.Page = 0, PageSkip
 	case KindPageEmpty:

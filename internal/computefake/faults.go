@@ -109,6 +109,9 @@ const (
 	// already been given: the request's own token (the first page's, when
 	// the request had none), so a caller that follows tokens blindly loops.
 	PageRepeat PageFault = "repeat"
+	// PageRestart answers a nextPageToken that leads back to the first page
+	// (on a last page: a listing without end, whose tokens then repeat).
+	PageRestart PageFault = "restart"
 	// PageSkip answers a nextPageToken that skips the following page.
 	PageSkip PageFault = "skip"
 	// PageEmpty answers no items with a nextPageToken that goes on where the
@@ -229,7 +232,7 @@ func (f FailRule) check() error {
 		return fmt.Errorf("Capacity %q is not one of the capacity errors", f.Capacity)
 	}
 	switch f.Page {
-	case "", PageRepeat, PageSkip, PageEmpty:
+	case "", PageRepeat, PageRestart, PageSkip, PageEmpty:
 	default:
 		return fmt.Errorf("Page %q is not one of the paging faults", f.Page)
 	}

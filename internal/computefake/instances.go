@@ -299,7 +299,7 @@ func (s *Server) listPage(where func(ref) bool, filter, maxResults, tok string, 
 	if e != nil {
 		return nil, "", e
 	}
-	return paginate(s, s.visible(where, f), s.seqOf, tok, size, pageFault(fail))
+	return paginate(s.visible(where, f), s.seqOf, tok, size, pageFault(fail))
 }
 
 func pageFault(fail *FailRule) PageFault {

@@ -251,7 +251,7 @@ func (s *Server) listManagedInstances(t ref, maxResults, tok string, fail *FailR
 	for i, mi := range all {
 		index[mi] = i + 1
 	}
-	page, next, e := paginate(s, all, func(mi *compute.ManagedInstance) int { return index[mi] }, tok, size, pageFault(fail))
+	page, next, e := paginate(all, func(mi *compute.ManagedInstance) int { return index[mi] }, tok, size, pageFault(fail))
 	if e != nil {
 		return nil, e
 	}

@@ -85,9 +85,13 @@ func parseZonal(s, collection string) (ref, error) {
 // parseZone parses projects/P/zones/Z as a name or a URL.
 func parseZone(s string) (project, zone string, err error) {
 	parts := strings.Split(trimURL(s), "/")
-	if len(parts) != 4 || parts[0] != "projects" || parts[2] != "zones" ||
-		!projectIDRE.MatchString(parts[1]) || !resourceIDRE.MatchString(parts[3]) {
+	switch {
+	case len(parts) != 4 || parts[0] != "projects" || parts[2] != "zones":
 		return "", "", fmt.Errorf("%q is not a zone URL (want %sprojects/P/zones/Z)", s, SelfLinkBase)
+	case !projectIDRE.MatchString(parts[1]):
+		return "", "", fmt.Errorf("%q: %q is not a project id (6 to 30 lower-case letters, digits and hyphens) or number", s, parts[1])
+	case !resourceIDRE.MatchString(parts[3]):
+		return "", "", fmt.Errorf("%q: %q is not a zone", s, parts[3])
 	}
 	return parts[1], parts[3], nil
 }

@@ -7,11 +7,12 @@ import (
 	"strings"
 )
 
-// Page tokens are opaque to callers: base64 of "p<serial>:after:<seq>", the
-// first-seen sequence number of the last item already returned. The serial
-// makes every token the server hands out a new string, so a caller that
-// sees a token twice knows it was given the same one again (PageRepeat);
-// tokens stay valid when items are added or removed meanwhile.
+// Page tokens are opaque to callers: base64 of "after:<seq>", the first-seen
+// sequence number of the last item already returned, so the same place in a
+// listing has the same token (a listing that comes back to a place repeats a
+// token) and tokens stay valid when items are added or removed meanwhile.
+// The token after an empty page (PageEmpty) is another string for the same
+// place ("after:<seq>:e").
 
 // maxPageSize is the largest maxResults Compute Engine accepts.
 const maxPageSize = 500
@@ -31,11 +32,9 @@ func pageSize(maxResults string, def int) (int, *apiError) {
 	return min(max(n, 1), maxPageSize), nil
 }
 
-// token makes a page token that goes on after sequence number after.
-// Called with s.mu held.
-func (s *Server) token(after int) string {
-	s.seq++ // shares the name sequence: any increasing serial does
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "p%d:after:%d", s.seq, after))
+// token is the page token that goes on after sequence number after.
+func token(after int) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "after:%d", after))
 }
 
 // afterToken reads a page token ("" = from the start).
@@ -44,7 +43,7 @@ func afterToken(tok string) (int, *apiError) {
 		return 0, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
-	_, rest, ok := strings.Cut(string(raw), ":after:")
+	rest, ok := strings.CutPrefix(strings.TrimSuffix(string(raw), ":e"), "after:")
 	n, err2 := strconv.Atoi(rest)
 	if err != nil || !ok || err2 != nil || n < 0 {
 		return 0, invalid("pageToken", tok, "The page token is not one this server handed out.")
@@ -55,7 +54,7 @@ func afterToken(tok string) (int, *apiError) {
 // paginate picks the page of items (ordered by seq) after tok, of size
 // items, and the next page's token; fault makes the page odd. Called with
 // s.mu held.
-func paginate[T any](s *Server, items []T, seq func(T) int, tok string, size int, fault PageFault) ([]T, string, *apiError) {
+func paginate[T any](items []T, seq func(T) int, tok string, size int, fault PageFault) ([]T, string, *apiError) {
 	after, e := afterToken(tok)
 	if e != nil {
 		return nil, "", e
@@ -69,22 +68,24 @@ func paginate[T any](s *Server, items []T, seq func(T) int, tok string, size int
 	page := rest[:min(size, len(rest))]
 	next := ""
 	if len(rest) > len(page) {
-		next = s.token(seq(page[len(page)-1]))
+		next = token(seq(page[len(page)-1]))
 	}
 	switch fault {
 	case PageRepeat:
 		next = tok
 		if next == "" {
-			next = s.token(0)
+			next = token(0)
 		}
 	case PageSkip:
 		if skipped := rest[len(page):]; len(skipped) > size {
-			next = s.token(seq(skipped[size-1]))
+			next = token(seq(skipped[size-1]))
 		} else {
 			next = ""
 		}
+	case PageRestart:
+		next = token(0)
 	case PageEmpty:
-		page, next = nil, s.token(after)
+		page, next = nil, base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "after:%d:e", after))
 	}
 	return page, next, nil
 }

@@ -364,6 +364,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.Fault = fail.String()
 	}
 	slot := s.logRequest(req)
+	if fail != nil && fail.Hang && fail.Applied && fail.Delay <= 0 && rt.err == nil {
+		// A hang that takes effect does so on arrival, under the lock: the
+		// caller gives up on its own clock, and its next call must find the
+		// effect there, whatever the scheduler did meanwhile.
+		s.applyLocked(r.URL.Query(), rt, body, fail)
+		fail.Applied = false
+	}
 	s.mu.Unlock()
 
 	status := s.answer(w, r, rt, body, fail)
@@ -427,13 +434,18 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, rt route, body [
 // apply carries out the call without answering it: now, or fail.AppliedAfter
 // later on the server's clock.
 func (s *Server) apply(r *http.Request, rt route, body []byte, fail *FailRule) {
-	if fail.AppliedAfter <= 0 {
-		_ = s.call(r, rt, body, fail)
-		return
-	}
-	query := r.URL.Query()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.applyLocked(r.URL.Query(), rt, body, fail)
+}
+
+// applyLocked is apply with s.mu held.
+func (s *Server) applyLocked(query map[string][]string, rt route, body []byte, fail *FailRule) {
+	if fail.AppliedAfter <= 0 {
+		_, _ = s.dispatch(query, rt, body, fail)
+		s.tick()
+		return
+	}
 	s.after(fail.AppliedAfter, func() {
 		_, _ = s.dispatch(query, rt, body, fail)
 	})
