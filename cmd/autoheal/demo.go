@@ -37,6 +37,7 @@ Its decisions are those of
 whose simulated operations finish at the first look instead, so that
 replay's recoveries end sooner than the demo's.
 
+` + columnLegend + `
 ` + exitCodesHelp + `
 Flags:
 `
