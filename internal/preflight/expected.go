@@ -9,8 +9,8 @@ import (
 const (
 	WhyFunction   = "the function's own account"
 	WhyOwner      = "an owner of the project"
-	WhyOperator   = "an operator (--operators)"
-	WhySinkWriter = "a log sink's writer identity (Google-managed; publishes only what its sink routes)"
+	WhyOperator   = "an operator, given by --operators"
+	WhySinkWriter = "a log sink's writer identity, Google-managed, publishing only what its sink routes"
 	WhyAgent      = "a Google-managed service agent of the project"
 	WhyUnexpected = "unexpected"
 )

@@ -74,9 +74,9 @@ func TestDeploymentHasNoUnexpectedPrincipal(t *testing.T) {
 		t.Errorf("unexpected: %v", summary(u))
 	}
 	want := []string{
-		iamfake.Operators + " | write the ledger | an operator (--operators)",
+		iamfake.Operators + " | write the ledger | an operator, given by --operators",
 		iamfake.SchedulerAgent + " | publish to the events topic | a Google-managed service agent of the project",
-		iamfake.SinkWriter + " | publish to the events topic | a log sink's writer identity (Google-managed; publishes only what its sink routes)",
+		iamfake.SinkWriter + " | publish to the events topic | a log sink's writer identity, Google-managed, publishing only what its sink routes",
 		fn + " | publish to the events topic | the function's own account",
 		fn + " | write the ledger | the function's own account",
 		iamfake.Owner + " | act as the function's service account | an owner of the project",
