@@ -34,9 +34,9 @@ The values are the Terraform module's outputs: topic, function_service_account,
 firestore_database.
 
 Permissions it needs: resourcemanager.projects.get and getIamPolicy,
-pubsub.topics.getIamPolicy, iam.serviceAccounts.getIamPolicy, iam.roles.get
-for custom roles (roles/iam.securityReviewer has them all); folder and
-organization policies are read when you may.
+pubsub.topics.getIamPolicy, iam.serviceAccounts.getIamPolicy, and
+iam.roles.get for custom roles; folder and organization policies are read
+when you may.
 
 Exit status: 0 no unexpected principal; 5 some unexpected principal (listed);
 2 bad flags, no credentials, a permission missing or a resource not found;
