@@ -28,6 +28,7 @@ Usage:
   autoheal resume [--project P] [--zone Z] [--node N] --ledger-project H                 lift a pause
   autoheal status --ledger-project H [--node N [--spec]]   pauses, holds, open breakers, unfinished recoveries
   autoheal breaker reset --zone Z --ledger-project H       close a zone's storm breaker
+  autoheal preflight --project H --topic T --service-account E --database D   who else can steer it
 
 Run "autoheal COMMAND -h" for a command's flags.
 Try it with no credentials at all:
@@ -80,6 +81,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runStatus(ctx, rest, stdout, stderr)
 	case "breaker":
 		return runBreaker(ctx, rest, stdout, stderr)
+	case "preflight":
+		return runPreflight(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return nil
