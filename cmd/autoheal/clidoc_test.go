@@ -29,7 +29,7 @@ func TestCLIDocNamesEveryFlag(t *testing.T) {
 	}
 	helpFlag := regexp.MustCompile(`(?m)^  -([a-z][a-z-]*)`)
 	docFlag := regexp.MustCompile("`--([a-z][a-z-]*)")
-	commands := []string{"demo", "replay", "sweep", "report", "status", "pause", "resume", "breaker", "publish", "serve", "simulate", "version"}
+	commands := []string{"demo", "replay", "sweep", "report", "status", "pause", "resume", "breaker", "publish", "serve", "simulate", "preflight", "version"}
 	for _, c := range commands {
 		sec, ok := sections[c]
 		if !ok {

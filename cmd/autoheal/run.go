@@ -29,6 +29,7 @@ Usage:
   autoheal resume [--project P] [--zone Z] [--node N] --ledger-project H                 lift a pause
   autoheal status --ledger-project H [--node N [--spec]]   pauses, holds, open breakers, unfinished recoveries
   autoheal breaker reset --zone Z --ledger-project H       close a zone's storm breaker
+  autoheal preflight --project H --topic T --service-account E --database D   who else can steer it
 
 Run "autoheal COMMAND -h" for a command's flags.
 Try it with no credentials at all:
@@ -88,6 +89,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runStatus(ctx, rest, stdout, stderr)
 	case "breaker":
 		return runBreaker(ctx, rest, stdout, stderr)
+	case "preflight":
+		return runPreflight(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return nil
@@ -204,8 +207,8 @@ const exitCodesHelp = `Exit codes, the same for every command (when several appl
      credentials; found before any work, nothing was done
   3  the input has bytes but not one entry (or record) could be read from it
   1  a transient failure: run it again
-  5  needs a person: a breaker tripped, or a recovery the run started is
-     abandoned or unfinished
+  5  needs a person: a breaker tripped, a recovery the run started is
+     abandoned or unfinished, or (preflight) an unexpected principal
   4  --strict: some entry was rejected
 `
 
