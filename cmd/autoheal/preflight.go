@@ -42,6 +42,7 @@ Exit status: 0 no unexpected principal; 5 some unexpected principal (listed);
 2 bad flags, no credentials, a permission missing or a resource not found;
 1 an API failed (run it again).
 
+` + exitCodesHelp + `
 Flags:
 `
 

@@ -177,7 +177,7 @@ type JSONPhase struct {
 // JSONIncident is one incident in the JSON output (--format json).
 type JSONIncident struct {
 	Node                string      `json:"node"`
-	Zone                string      `json:"zone,omitempty"`
+	Zone                string      `json:"zone"`
 	AcceleratorType     string      `json:"acceleratorType"`
 	Chips               int         `json:"chips"`
 	Cause               string      `json:"cause"`
@@ -186,7 +186,7 @@ type JSONIncident struct {
 	Recovered           *time.Time  `json:"recovered"`
 	Resumed             *time.Time  `json:"resumed"`
 	Outcome             string      `json:"outcome"`
-	Reason              string      `json:"reason,omitempty"`
+	Reason              string      `json:"reason"`
 	DowntimeSeconds     float64     `json:"downtimeSeconds"`
 	LostProgressSeconds *float64    `json:"lostProgressSeconds"`
 	ChipHoursLost       float64     `json:"chipHoursLost"`
