@@ -29,12 +29,27 @@ type Config struct {
 	// StartupScript is a local path or gs:// URI of the script set as the
 	// recreated node's startup-script; empty means the embedded default.
 	StartupScript string `split_words:"true"`
+	// StartupScriptGeneration is the generation of a gs:// StartupScript
+	// the function reads, and the only one: Terraform reads the object's
+	// generation at apply time and sets it, so an object overwritten later
+	// (by whoever can write the bucket) is never what a recreated node
+	// boots with. Required with a gs:// script (a start-up error names the
+	// remedy: apply again); 0 otherwise (Terraform sets "0": envconfig
+	// refuses an empty number).
+	StartupScriptGeneration int64 `split_words:"true" default:"0"`
 	// FirestoreDatabase is the named Firestore database holding the ledger.
 	FirestoreDatabase string `split_words:"true" default:"tpu-autoheal"`
 	// TPUEndpoint overrides the TPU API endpoint (private endpoints, tests).
 	TPUEndpoint string `split_words:"true"`
 	// RecordTo is where decision records go: logging or stdout.
 	RecordTo string `split_words:"true" default:"logging"`
+	// RecordLog is the Cloud Logging log (its LOG_ID) records are written
+	// to, and AppLabel the labels.app value of every record and diagnostic
+	// line. Terraform sets both to the instance's name, so two instances in
+	// one project keep their records, metrics and alerts apart; the
+	// defaults are record.LogName and record.AppLabelValue.
+	RecordLog string `split_words:"true" default:"tpu-autoheal"`
+	AppLabel  string `split_words:"true" default:"tpu-autoheal"`
 	// MaxEventAge drops entries older than this, with a record.
 	MaxEventAge time.Duration `split_words:"true" default:"24h"`
 
@@ -84,4 +99,18 @@ type Config struct {
 	// ResumeWatch is how long the guest's training-resumed report is
 	// waited for after an incident.
 	ResumeWatch time.Duration `split_words:"true" default:"2h"`
+
+	// NodeServiceAccounts are the service accounts a recreated node may run
+	// as: Terraform's tpu_service_accounts, on each of which the function's
+	// account has iam.serviceAccounts.actAs. A saved spec naming any other
+	// account is never created (the recovery checks it before the delete).
+	NodeServiceAccounts []string `split_words:"true"`
+	// MACKey is the Cloud KMS key version (purpose MAC) that seals every
+	// saved spec: projects/P/locations/L/keyRings/R/cryptoKeys/K/
+	// cryptoKeyVersions/N, created by Terraform, on whose key the function
+	// may only sign and verify. Signing names a version and every MAC
+	// carries the version that made it, so the configured one is the
+	// version new seals use. Empty: no KMS key (tests and local runs seal
+	// with a local key).
+	MACKey string `split_words:"true"`
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -58,6 +59,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 		LabelSelector:     "tpu-autoheal=enabled",
 		FirestoreDatabase: "tpu-autoheal",
 		RecordTo:          "logging",
+		RecordLog:         record.LogName,
+		AppLabel:          record.AppLabelValue,
 		MaxEventAge:       24 * time.Hour,
 		UnhealthyGrace:    10 * time.Minute,
 		StuckGrace:        30 * time.Minute,
@@ -99,14 +102,18 @@ func TestRemediateConfigDefaultsMatchRemediateDefaults(t *testing.T) {
 func TestLoadConfigReadsEveryVariable(t *testing.T) {
 	env := map[string]string{
 		"AUTOHEAL_PROJECT": "acme-ops", "AUTOHEAL_PROJECTS": "acme-ml", "AUTOHEAL_ZONES": "us-central2-b,europe-west4-a",
-		"AUTOHEAL_DRY_RUN": "true", "AUTOHEAL_LABEL_SELECTOR": "heal=yes", "AUTOHEAL_STARTUP_SCRIPT": "gs://b-1/s.sh",
+		"AUTOHEAL_DRY_RUN": "true", "AUTOHEAL_LABEL_SELECTOR": "heal=yes",
+		"AUTOHEAL_STARTUP_SCRIPT": "gs://b-1/s.sh", "AUTOHEAL_STARTUP_SCRIPT_GENERATION": "1700000000123456",
 		"AUTOHEAL_FIRESTORE_DATABASE": "(default)", "AUTOHEAL_TPU_ENDPOINT": "http://127.0.0.1:9/",
-		"AUTOHEAL_RECORD_TO": "stdout", "AUTOHEAL_MAX_EVENT_AGE": "1h", "AUTOHEAL_UNHEALTHY_GRACE": "1m",
+		"AUTOHEAL_RECORD_TO": "stdout", "AUTOHEAL_RECORD_LOG": "autoheal-b", "AUTOHEAL_APP_LABEL": "autoheal-b",
+		"AUTOHEAL_MAX_EVENT_AGE": "1h", "AUTOHEAL_UNHEALTHY_GRACE": "1m",
 		"AUTOHEAL_STUCK_GRACE": "2m", "AUTOHEAL_COOLDOWN": "3m", "AUTOHEAL_WINDOW": "4h", "AUTOHEAL_MAX_RECREATES": "5",
 		"AUTOHEAL_MAX_IN_FLIGHT": "6", "AUTOHEAL_MAX_ATTEMPTS": "10", "AUTOHEAL_LEASE": "7m", "AUTOHEAL_EVENT_TTL": "8h", "AUTOHEAL_SWEEP_BUDGET": "9m",
 		"AUTOHEAL_SWEEP_FOLLOW": "30s", "AUTOHEAL_LOOK_AGAIN": "2s", "AUTOHEAL_KICK_TOPIC": "projects/acme-ops/topics/tpu-autoheal",
 		"AUTOHEAL_BREAKER": "12/30m", "AUTOHEAL_HOLD_TTL": "24h", "AUTOHEAL_MAINTENANCE": "early",
 		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h",
+		"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "trainer@acme-ml.iam.gserviceaccount.com,123-compute@developer.gserviceaccount.com",
+		"AUTOHEAL_MAC_KEY":               "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
 	}
 	got, err := load(t, env)
 	if err != nil {
@@ -114,12 +121,15 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 	}
 	want := function.Config{
 		Project: "acme-ops", Projects: []string{"acme-ml"}, Zones: []string{"us-central2-b", "europe-west4-a"},
-		DryRun: true, LabelSelector: "heal=yes", StartupScript: "gs://b-1/s.sh", FirestoreDatabase: "(default)",
-		TPUEndpoint: "http://127.0.0.1:9/", RecordTo: "stdout", MaxEventAge: time.Hour, UnhealthyGrace: time.Minute,
+		DryRun: true, LabelSelector: "heal=yes", StartupScript: "gs://b-1/s.sh", StartupScriptGeneration: 1700000000123456,
+		FirestoreDatabase: "(default)", TPUEndpoint: "http://127.0.0.1:9/", RecordTo: "stdout",
+		RecordLog: "autoheal-b", AppLabel: "autoheal-b", MaxEventAge: time.Hour, UnhealthyGrace: time.Minute,
 		StuckGrace: 2 * time.Minute, Cooldown: 3 * time.Minute, Window: 4 * time.Hour, MaxRecreates: 5, MaxInFlight: 6,
 		MaxAttempts: 10, Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
 		SweepFollow: 30 * time.Second, LookAgain: 2 * time.Second, KickTopic: "projects/acme-ops/topics/tpu-autoheal",
 		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, ResumeWatch: time.Hour,
+		NodeServiceAccounts: []string{"trainer@acme-ml.iam.gserviceaccount.com", "123-compute@developer.gserviceaccount.com"},
+		MACKey:              "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -152,7 +162,26 @@ func TestLoadConfigErrorsNameTheVariableAndValue(t *testing.T) {
 		{"bad duration", map[string]string{"AUTOHEAL_COOLDOWN": "30"}, nil, `AUTOHEAL_COOLDOWN="30": want a duration`},
 		{"negative duration", map[string]string{"AUTOHEAL_LEASE": "-5m"}, nil, `AUTOHEAL_LEASE="-5m0s": want a positive duration`},
 		{"zero sweep budget", map[string]string{"AUTOHEAL_SWEEP_BUDGET": "0s"}, nil, `AUTOHEAL_SWEEP_BUDGET="0s": want a positive duration`},
-		{"bad gcs uri", map[string]string{"AUTOHEAL_STARTUP_SCRIPT": "gs://bucket"}, nil, `AUTOHEAL_STARTUP_SCRIPT="gs://bucket": want gs://BUCKET/OBJECT`},
+		{"bad gcs uri", map[string]string{"AUTOHEAL_STARTUP_SCRIPT": "gs://bucket", "AUTOHEAL_STARTUP_SCRIPT_GENERATION": "1"}, nil, `AUTOHEAL_STARTUP_SCRIPT="gs://bucket": want gs://BUCKET/OBJECT`},
+		{"gs:// script without a generation names the remedy", map[string]string{"AUTOHEAL_STARTUP_SCRIPT": "gs://b-1/s.sh"}, nil,
+			`AUTOHEAL_STARTUP_SCRIPT="gs://b-1/s.sh" has no AUTOHEAL_STARTUP_SCRIPT_GENERATION: the function reads a gs:// script at exactly the generation Terraform pinned; run terraform apply again`},
+		{"generation without a gs:// script", map[string]string{"AUTOHEAL_STARTUP_SCRIPT": "/etc/resume.sh", "AUTOHEAL_STARTUP_SCRIPT_GENERATION": "4"}, nil,
+			`AUTOHEAL_STARTUP_SCRIPT_GENERATION="4": want it only with a gs:// AUTOHEAL_STARTUP_SCRIPT`},
+		{"negative generation", map[string]string{"AUTOHEAL_STARTUP_SCRIPT": "gs://b-1/s.sh", "AUTOHEAL_STARTUP_SCRIPT_GENERATION": "-1"}, nil,
+			`AUTOHEAL_STARTUP_SCRIPT_GENERATION="-1": want the object's generation`},
+		{"generation not a number", map[string]string{"AUTOHEAL_STARTUP_SCRIPT": "gs://b-1/s.sh", "AUTOHEAL_STARTUP_SCRIPT_GENERATION": "latest"}, nil,
+			`AUTOHEAL_STARTUP_SCRIPT_GENERATION="latest": want an integer`},
+		{"log name with a slash", map[string]string{"AUTOHEAL_RECORD_LOG": "a/b"}, nil, `AUTOHEAL_RECORD_LOG="a/b": want a log id`},
+		{"empty log name", map[string]string{"AUTOHEAL_RECORD_LOG": ""}, nil, `AUTOHEAL_RECORD_LOG="": want a log id`},
+		{"app label with capitals", map[string]string{"AUTOHEAL_APP_LABEL": "AutoHeal"}, nil, `AUTOHEAL_APP_LABEL="AutoHeal": want 1-63 of a-z`},
+		{"node service account not an email", map[string]string{"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "trainer@acme-ml.iam.gserviceaccount.com,trainer"}, nil,
+			`AUTOHEAL_NODE_SERVICE_ACCOUNTS="trainer@acme-ml.iam.gserviceaccount.com,trainer": "trainer" is not a service account email`},
+		{"node service account of a user", map[string]string{"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "alice@example.com"}, nil,
+			`AUTOHEAL_NODE_SERVICE_ACCOUNTS="alice@example.com": "alice@example.com" is not a service account email`},
+		{"mac key without a version", map[string]string{"AUTOHEAL_MAC_KEY": "projects/acme-ops/locations/us-central1/keyRings/r/cryptoKeys/k"}, nil,
+			`AUTOHEAL_MAC_KEY="projects/acme-ops/locations/us-central1/keyRings/r/cryptoKeys/k": want a Cloud KMS key version`},
+		{"mac key version zero", map[string]string{"AUTOHEAL_MAC_KEY": "projects/acme-ops/locations/us-central1/keyRings/r/cryptoKeys/k/cryptoKeyVersions/0"}, nil,
+			`AUTOHEAL_MAC_KEY="projects/acme-ops/locations/us-central1/keyRings/r/cryptoKeys/k/cryptoKeyVersions/0": want a Cloud KMS key version`},
 		{"bad endpoint", map[string]string{"AUTOHEAL_TPU_ENDPOINT": "localhost:8080"}, nil, `AUTOHEAL_TPU_ENDPOINT="localhost:8080": want an http(s) URL`},
 		{"bad database", map[string]string{"AUTOHEAL_FIRESTORE_DATABASE": "DB"}, nil, `AUTOHEAL_FIRESTORE_DATABASE="DB": want a Firestore database id`},
 		{"kick topic without projects/", map[string]string{"AUTOHEAL_KICK_TOPIC": "tpu-autoheal"}, nil, `AUTOHEAL_KICK_TOPIC="tpu-autoheal": want projects/PROJECT/topics/TOPIC`},
@@ -252,12 +281,13 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 	}
 	want := []string{
 		"AUTOHEAL_PROJECT", "AUTOHEAL_PROJECTS", "AUTOHEAL_ZONES", "AUTOHEAL_DRY_RUN", "AUTOHEAL_LABEL_SELECTOR",
-		"AUTOHEAL_STARTUP_SCRIPT", "AUTOHEAL_FIRESTORE_DATABASE", "AUTOHEAL_TPU_ENDPOINT", "AUTOHEAL_RECORD_TO",
-		"AUTOHEAL_MAX_EVENT_AGE", "AUTOHEAL_UNHEALTHY_GRACE", "AUTOHEAL_STUCK_GRACE", "AUTOHEAL_COOLDOWN",
+		"AUTOHEAL_STARTUP_SCRIPT", "AUTOHEAL_STARTUP_SCRIPT_GENERATION", "AUTOHEAL_FIRESTORE_DATABASE", "AUTOHEAL_TPU_ENDPOINT",
+		"AUTOHEAL_RECORD_TO", "AUTOHEAL_RECORD_LOG", "AUTOHEAL_APP_LABEL", "AUTOHEAL_MAX_EVENT_AGE", "AUTOHEAL_UNHEALTHY_GRACE", "AUTOHEAL_STUCK_GRACE", "AUTOHEAL_COOLDOWN",
 		"AUTOHEAL_WINDOW", "AUTOHEAL_MAX_RECREATES", "AUTOHEAL_MAX_IN_FLIGHT", "AUTOHEAL_MAX_ATTEMPTS",
 		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_SWEEP_FOLLOW", "AUTOHEAL_LOOK_AGAIN",
 		"AUTOHEAL_KICK_TOPIC", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
 		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_RESUME_WATCH",
+		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("variables (-want +got):\n%s", diff)

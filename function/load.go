@@ -72,6 +72,17 @@ var (
 	// of letters, digits and - _ . ~ + %, starting with a letter, not goog.
 	topicRE = regexp.MustCompile(`^projects/([a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]/topics/[A-Za-z][A-Za-z0-9._~+%-]{2,254}$`)
 	gcsRE   = regexp.MustCompile(`^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])/(.+)$`)
+	// Cloud Logging LOG_IDs: letters, digits and _ - . (a / would have to be
+	// URL-encoded in every filter; none is allowed), at most 512.
+	logIDRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,512}$`)
+	// Label values the module's filters compare with: 1-63 lowercase
+	// letters, digits, _ - ., starting with a letter or digit.
+	appLabelRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+	// Service account emails, as Terraform's tpu_service_accounts checks
+	// them.
+	serviceAccountRE = regexp.MustCompile(`^[^@\s]+@[a-z0-9.-]+\.gserviceaccount\.com$`)
+	// A Cloud KMS crypto key version: signing names one.
+	macKeyRE = regexp.MustCompile(`^projects/([a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]/locations/[a-z0-9-]+/keyRings/[A-Za-z0-9_-]{1,63}/cryptoKeys/[A-Za-z0-9_-]{1,63}/cryptoKeyVersions/[1-9][0-9]*$`)
 )
 
 // Validate checks every value; each error names the variable and the value.
@@ -99,8 +110,17 @@ func (c Config) Validate() error {
 	if _, _, err := remediate.ParseSelector(c.LabelSelector); err != nil {
 		bad("LABEL_SELECTOR", c.LabelSelector, "want key=value")
 	}
-	if strings.HasPrefix(c.StartupScript, "gs://") && !gcsRE.MatchString(c.StartupScript) {
+	gcs := strings.HasPrefix(c.StartupScript, "gs://")
+	if gcs && !gcsRE.MatchString(c.StartupScript) {
 		bad("STARTUP_SCRIPT", c.StartupScript, "want gs://BUCKET/OBJECT or a local path")
+	}
+	switch gen := c.StartupScriptGeneration; {
+	case gen < 0:
+		bad("STARTUP_SCRIPT_GENERATION", strconv.FormatInt(gen, 10), "want the object's generation, a positive integer")
+	case gcs && gen == 0:
+		errs = append(errs, fmt.Errorf("%s_STARTUP_SCRIPT=%q has no %s_STARTUP_SCRIPT_GENERATION: the function reads a gs:// script at exactly the generation Terraform pinned; run terraform apply again, which reads the object's current generation and sets it", EnvPrefix, c.StartupScript, EnvPrefix))
+	case !gcs && gen != 0:
+		bad("STARTUP_SCRIPT_GENERATION", strconv.FormatInt(gen, 10), "want it only with a gs:// "+EnvPrefix+"_STARTUP_SCRIPT (it is "+strconv.Quote(c.StartupScript)+")")
 	}
 	if !databaseRE.MatchString(c.FirestoreDatabase) {
 		bad("FIRESTORE_DATABASE", c.FirestoreDatabase, "want a Firestore database id")
@@ -113,6 +133,20 @@ func (c Config) Validate() error {
 	}
 	if c.RecordTo != RecordToLogging && c.RecordTo != RecordToStdout {
 		bad("RECORD_TO", c.RecordTo, "want logging or stdout")
+	}
+	if !logIDRE.MatchString(c.RecordLog) {
+		bad("RECORD_LOG", c.RecordLog, "want a log id: 1-512 of A-Z, a-z, 0-9, _ - .")
+	}
+	if !appLabelRE.MatchString(c.AppLabel) {
+		bad("APP_LABEL", c.AppLabel, "want 1-63 of a-z, 0-9, _ - ., starting with a letter or digit")
+	}
+	for _, sa := range c.NodeServiceAccounts {
+		if !serviceAccountRE.MatchString(sa) {
+			bad("NODE_SERVICE_ACCOUNTS", strings.Join(c.NodeServiceAccounts, ","), fmt.Sprintf("%q is not a service account email (NAME@PROJECT.iam.gserviceaccount.com)", sa))
+		}
+	}
+	if c.MACKey != "" && !macKeyRE.MatchString(c.MACKey) {
+		bad("MAC_KEY", c.MACKey, "want a Cloud KMS key version, projects/P/locations/L/keyRings/R/cryptoKeys/K/cryptoKeyVersions/N, or empty")
 	}
 	for _, d := range []struct {
 		name string

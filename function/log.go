@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/tpu-autoheal/autoheal/internal/record"
 )
 
 // Events of the function's own diagnostic lines (jsonPayload.event), which
@@ -17,10 +19,13 @@ const (
 
 // diag writes the function's diagnostics (not decision records) as JSON
 // lines in the shape Cloud Logging reads from a Cloud Run container:
-// severity, message, timestamp and the app label, then stable keys.
-var diag = newDiag(os.Stderr)
+// severity, message, timestamp and the app label, then stable keys. It is
+// the start-up error's writer (before the config, and with it the
+// instance's app label, is read); a Function writes with its own
+// (AUTOHEAL_APP_LABEL, which the sweeps metric filters on).
+var diag = newDiag(os.Stderr, record.AppLabelValue)
 
-func newDiag(w io.Writer) *slog.Logger {
+func newDiag(w io.Writer, app string) *slog.Logger {
 	h := slog.NewJSONHandler(w, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) > 0 {
@@ -46,5 +51,5 @@ func newDiag(w io.Writer) *slog.Logger {
 			return a
 		},
 	})
-	return slog.New(h).With(slog.Any("logging.googleapis.com/labels", map[string]string{"app": "tpu-autoheal"}))
+	return slog.New(h).With(slog.Any("logging.googleapis.com/labels", map[string]string{record.LabelApp: app}))
 }

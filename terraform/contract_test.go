@@ -158,9 +158,10 @@ func TestEnvironmentIsExactlyFunctionConfig(t *testing.T) {
 		}
 		b, ok := m.variables[varName]
 		if !ok {
-			// AUTOHEAL_PROJECT is var.project_id; the kick topic is the
-			// module's own events topic, never typed by a user.
-			if cv.suffix != "PROJECT" && cv.suffix != "KICK_TOPIC" {
+			// Fed from what the module derives or creates (AUTOHEAL_PROJECT
+			// is var.project_id; the kick topic is the module's own events
+			// topic, the log and app label its name), never typed by a user.
+			if _, special := specialEnvSources[cv.suffix]; !special {
 				t.Errorf("%s: no variable %q", name, varName)
 			}
 			continue
@@ -174,6 +175,9 @@ func TestEnvironmentIsExactlyFunctionConfig(t *testing.T) {
 		def, diags := attr(t, b, "default").Expr.Value(nil)
 		if diags.HasErrors() {
 			t.Fatalf("default of %q: %v", varName, diags)
+		}
+		if def.IsNull() {
+			continue // derived by the module (firestore_database: the name; TestDefaultNameGivesTheGoDefaults)
 		}
 		if gotDef := envString(t, def); gotDef != cv.def {
 			t.Errorf("variable %q defaults to %q but function.Config's %s to %q", varName, gotDef, name, cv.def)
@@ -192,6 +196,16 @@ var specialEnvSources = map[string]string{
 	"DRY_RUN":            "local.dry_run",
 	"FIRESTORE_DATABASE": "google_firestore_database.ledger.name",
 	"KICK_TOPIC":         "google_pubsub_topic.events.id", // kicks go to the module's own events topic
+	// The instance's name: its own log and app label.
+	"RECORD_LOG": "local.record_log_name",
+	"APP_LABEL":  "local.record_app_label",
+	// The generation Terraform read of the gs:// script.
+	"STARTUP_SCRIPT_GENERATION": "local.startup_script_generation",
+	// The accounts the function may act as are the ones it may create
+	// nodes running as.
+	"NODE_SERVICE_ACCOUNTS": "var.tpu_service_accounts",
+	// The module's own MAC key version.
+	"MAC_KEY": "google_kms_crypto_key_version.ledger_mac.name",
 }
 
 func containsTraversal(expr hclsyntax.Expression, want string) bool {
@@ -231,7 +245,10 @@ func TestDefaultEnvironmentLoads(t *testing.T) {
 	m := loadModule(t, ".")
 	fn := m.resource(t, "google_cloudfunctions2_function.autoheal")
 	env := attr(t, fn, "service_config", "environment_variables").Expr.(*hclsyntax.ObjectConsExpr)
-	ctx := m.evalContext(t, map[string]cty.Value{"project_id": cty.StringVal("my-project")})
+	ctx := m.evalContext(t, map[string]cty.Value{
+		"project_id":           cty.StringVal("my-project"),
+		"tpu_service_accounts": cty.ListVal([]cty.Value{cty.StringVal("trainer@my-project.iam.gserviceaccount.com")}),
+	})
 	ctx.Variables["google_firestore_database"] = cty.ObjectVal(map[string]cty.Value{
 		"ledger": cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("tpu-autoheal")}),
 	})
@@ -239,6 +256,13 @@ func TestDefaultEnvironmentLoads(t *testing.T) {
 	ctx.Variables["google_pubsub_topic"] = cty.ObjectVal(map[string]cty.Value{
 		"events": cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("projects/my-project/topics/tpu-autoheal")}),
 	})
+	ctx.Variables["google_kms_crypto_key_version"] = cty.ObjectVal(map[string]cty.Value{
+		"ledger_mac": cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("projects/my-project/locations/us-central1/keyRings/tpu-autoheal/cryptoKeys/tpu-autoheal-ledger-mac/cryptoKeyVersions/1")}),
+	})
+	// No gs:// script: no object read, generation 0.
+	locals := ctx.Variables["local"].AsValueMap()
+	locals["startup_script_generation"] = cty.StringVal("0")
+	ctx.Variables["local"] = cty.ObjectVal(locals)
 	vals := map[string]string{}
 	for _, item := range env.Items {
 		k, _ := item.KeyExpr.Value(nil)

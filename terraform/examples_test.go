@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +54,65 @@ func TestExamplesDeclareWhatTheREADMEsPass(t *testing.T) {
 			if _, ok := m.variables[v]; !ok {
 				t.Errorf("%s does not declare variable %q, which a README passes with -var", ex, v)
 			}
+		}
+	}
+}
+
+var tfvarsLineRE = regexp.MustCompile(`(?m)^([a-z_][a-z0-9_]*)\s*=`)
+
+// TestExampleCommandsKeepTheRequiredVariables: every terraform apply or
+// destroy an example's README shows (the go-live and teardown commands
+// included) passes each required variable of the example, with -var or
+// through the terraform.tfvars the README writes, so no command a user
+// copies drops tpu_service_accounts.
+func TestExampleCommandsKeepTheRequiredVariables(t *testing.T) {
+	examples, err := filepath.Glob("examples/*")
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, ex := range examples {
+		m := loadModule(t, ex)
+		b, err := os.ReadFile(filepath.Join(ex, "README.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme := string(b)
+		inTFVars := map[string]bool{}
+		if i := strings.Index(readme, "cat > terraform.tfvars <<'EOF'\n"); i >= 0 {
+			body := readme[i:]
+			body = body[:strings.Index(body, "\nEOF\n")]
+			for _, v := range tfvarsLineRE.FindAllStringSubmatch(body, -1) {
+				inTFVars[v[1]] = true
+			}
+		}
+		var required []string
+		for name, v := range m.variables {
+			if _, ok := v.Body.Attributes["default"]; !ok {
+				required = append(required, name)
+			}
+		}
+		if !slices.Contains(required, "tpu_service_accounts") {
+			t.Errorf("%s: tpu_service_accounts has a default; want it required", ex)
+		}
+		commands := 0
+		for _, line := range strings.Split(strings.ReplaceAll(readme, "\\\n", " "), "\n") {
+			line = strings.TrimSpace(line)
+			if !strings.HasPrefix(line, "terraform apply") && !strings.HasPrefix(line, "terraform destroy") {
+				continue
+			}
+			commands++
+			passed := map[string]bool{}
+			for _, v := range varFlagRE.FindAllStringSubmatch(line, -1) {
+				passed[v[1]] = true
+			}
+			for _, name := range required {
+				if !passed[name] && !inTFVars[name] {
+					t.Errorf("%s/README.md: %q drops the required variable %s (pass it, or set it in the terraform.tfvars the README writes)", ex, line, name)
+				}
+			}
+		}
+		if commands < 3 {
+			t.Errorf("%s/README.md shows %d terraform apply/destroy commands; want the first apply, going live and teardown", ex, commands)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/tpu-autoheal/autoheal/function"
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
-	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -51,36 +50,36 @@ const goContractFile = "go-contract.json"
 // goContract is go-contract.json as the Go code defines it.
 func goContract(t *testing.T) []byte {
 	t.Helper()
-	tpuPerms, hostPerms := derivedForContract(t)
+	roles := derivedForContract(t)
 	pkgDirs, embeds := sourcePackages(t)
 	v := struct {
-		SinkFilter        string            `json:"sink_filter"`
-		SweepMessage      string            `json:"sweep_message"`
-		EntryPoint        string            `json:"entry_point"`
-		TPUPermissions    []string          `json:"tpu_permissions"`
-		HostPermissions   []string          `json:"host_permissions"`
-		SourcePackages    []string          `json:"source_packages"`
-		SourceEmbeds      []string          `json:"source_embeds"`
-		ConfigEnv         map[string]string `json:"config_env"`
-		EventsCollection  string            `json:"events_collection"`
-		EventsExpireField string            `json:"events_expire_field"`
-		RecordLogName     string            `json:"record_log_name"`
-		RecordAppLabel    string            `json:"record_app_label"`
-		Words             words             `json:"words"`
+		SinkFilter         string            `json:"sink_filter"`
+		SweepMessage       string            `json:"sweep_message"`
+		EntryPoint         string            `json:"entry_point"`
+		TPUPermissions     []string          `json:"tpu_permissions"`
+		LedgerPermissions  []string          `json:"ledger_permissions"`
+		RecordsPermissions []string          `json:"records_permissions"`
+		MACPermissions     []string          `json:"mac_permissions"`
+		SourcePackages     []string          `json:"source_packages"`
+		SourceEmbeds       []string          `json:"source_embeds"`
+		ConfigEnv          map[string]string `json:"config_env"`
+		EventsCollection   string            `json:"events_collection"`
+		EventsExpireField  string            `json:"events_expire_field"`
+		Words              words             `json:"words"`
 	}{
-		SinkFilter:        events.SinkFilter,
-		SweepMessage:      events.SweepMessage,
-		EntryPoint:        function.EntryPoint,
-		TPUPermissions:    tpuPerms,
-		HostPermissions:   hostPerms,
-		SourcePackages:    pkgDirs,
-		SourceEmbeds:      embeds,
-		ConfigEnv:         configEnv(t),
-		EventsCollection:  ledger.CollectionEvents,
-		EventsExpireField: ledger.EventExpireField,
-		RecordLogName:     record.LogName,
-		RecordAppLabel:    record.AppLabelValue,
-		Words:             recordWords(),
+		SinkFilter:         events.SinkFilter,
+		SweepMessage:       events.SweepMessage,
+		EntryPoint:         function.EntryPoint,
+		TPUPermissions:     roles[grantTPURole],
+		LedgerPermissions:  roles[grantLedgerRole],
+		RecordsPermissions: roles[grantRecordsRole],
+		MACPermissions:     roles[grantMACRole],
+		SourcePackages:     pkgDirs,
+		SourceEmbeds:       embeds,
+		ConfigEnv:          configEnv(t),
+		EventsCollection:   ledger.CollectionEvents,
+		EventsExpireField:  ledger.EventExpireField,
+		Words:              recordWords(),
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -31,6 +31,7 @@ type module struct {
 	resources map[string]*hclsyntax.Block // "TYPE.NAME"
 	data      map[string]*hclsyntax.Block // "TYPE.NAME"
 	modules   map[string]*hclsyntax.Block
+	checks    map[string]*hclsyntax.Block
 	providers []*hclsyntax.Block
 }
 
@@ -54,6 +55,7 @@ func loadModule(t *testing.T, dir string) *module {
 		resources: map[string]*hclsyntax.Block{},
 		data:      map[string]*hclsyntax.Block{},
 		modules:   map[string]*hclsyntax.Block{},
+		checks:    map[string]*hclsyntax.Block{},
 	}
 	for _, path := range paths {
 		src, err := os.ReadFile(path)
@@ -85,6 +87,8 @@ func loadModule(t *testing.T, dir string) *module {
 				into = m.data
 			case "module":
 				into = m.modules
+			case "check":
+				into = m.checks
 			case "provider":
 				m.providers = append(m.providers, b)
 				continue

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,9 +21,11 @@ import (
 // (IAM_DATA_DIR, default <repo>/../shared/iam: methods.json and
 // permissions.json) and iam-exceptions.json (what the data does not know,
 // each row with its source). The permissions then go to the binding that
-// grants them: the TPU role in every watched project, the host role in the
-// function's project, roles/iam.serviceAccountUser on the nodes' service
-// accounts, and read access to the startup script's object.
+// grants them: the TPU role in every watched project, the ledger role on
+// the ledger's database, the records role in the function's project, the
+// MAC role on the ledger's key, roles/iam.serviceAccountUser on the nodes'
+// service accounts, read access to the startup script's object, and
+// publish on the events topic.
 
 // exceptionsFile is the committed table of methods the IAM data does not
 // describe (or describes too broadly), and of methods other changes add.
@@ -254,7 +257,10 @@ type exceptions struct {
 	Methods []struct {
 		Method      string   `json:"method"`
 		Permissions []string `json:"permissions"`
-		Source      string   `json:"source"`
+		// NoPermission says the method checks no permission at all (its
+		// Permissions are then empty).
+		NoPermission bool   `json:"no_permission"`
+		Source       string `json:"source"`
 	} `json:"methods"`
 	Expected []struct {
 		Method string `json:"method"`
@@ -281,8 +287,8 @@ func loadExceptions(t *testing.T) exceptions {
 		t.Fatalf("%s: %v", exceptionsFile, err)
 	}
 	for _, r := range e.Methods {
-		if r.Method == "" || len(r.Permissions) == 0 || strings.TrimSpace(r.Source) == "" {
-			t.Errorf("%s: row %q needs a method, its permissions and a source", exceptionsFile, r.Method)
+		if r.Method == "" || (len(r.Permissions) == 0) != r.NoPermission || strings.TrimSpace(r.Source) == "" {
+			t.Errorf("%s: row %q needs a method, its permissions (or none, with no_permission) and a source", exceptionsFile, r.Method)
 		}
 	}
 	for _, r := range e.Expected {
@@ -296,7 +302,9 @@ func loadExceptions(t *testing.T) exceptions {
 // Grants: where each permission the code needs is granted.
 const (
 	grantTPURole     = "tpu"        // custom role in every watched project
-	grantHostRole    = "host"       // custom role in the function's project
+	grantLedgerRole  = "ledger"     // custom role on the ledger's database (an IAM condition)
+	grantRecordsRole = "records"    // custom role in the function's project
+	grantMACRole     = "mac"        // custom role on the ledger's KMS key
 	grantActAs       = "actAs"      // roles/iam.serviceAccountUser on each tpu_service_accounts entry
 	grantScriptRead  = "scriptRead" // roles/storage.objectViewer on the startup script's object
 	grantKick        = "kick"       // roles/pubsub.publisher on the events topic (follow kicks)
@@ -305,12 +313,23 @@ const (
 	kickRole         = "roles/pubsub.publisher"
 )
 
+// customRoles are the grants made with a custom role of the module, whose
+// permission list go-contract.json holds under the key given.
+var customRoles = map[string]string{
+	grantTPURole:     "tpu_permissions",
+	grantLedgerRole:  "ledger_permissions",
+	grantRecordsRole: "records_permissions",
+	grantMACRole:     "mac_permissions",
+}
+
 var grantNames = map[string]string{
-	grantTPURole:    "the TPU role (google_project_iam_custom_role.tpu, every watched project)",
-	grantHostRole:   "the host role (google_project_iam_custom_role.host, project_id)",
-	grantActAs:      actAsRole + " on each tpu_service_accounts entry",
-	grantScriptRead: scriptReaderRole + " on the startup script's object",
-	grantKick:       kickRole + " on the events topic (google_pubsub_topic_iam_member.function_kick_publisher)",
+	grantTPURole:     "the TPU role (google_project_iam_custom_role.tpu, every watched project)",
+	grantLedgerRole:  "the ledger role (google_project_iam_custom_role.ledger, on the ledger's database)",
+	grantRecordsRole: "the records role (google_project_iam_custom_role.records, project_id)",
+	grantMACRole:     "the MAC role (google_project_iam_custom_role.mac, on the ledger's KMS key)",
+	grantActAs:       actAsRole + " on each tpu_service_accounts entry",
+	grantScriptRead:  scriptReaderRole + " on the startup script's object",
+	grantKick:        kickRole + " on the events topic (google_pubsub_topic_iam_policy.events)",
 }
 
 func grantOf(perm string) string {
@@ -319,8 +338,12 @@ func grantOf(perm string) string {
 		return grantActAs
 	case strings.HasPrefix(perm, "tpu."):
 		return grantTPURole
-	case strings.HasPrefix(perm, "datastore."), strings.HasPrefix(perm, "logging."):
-		return grantHostRole
+	case strings.HasPrefix(perm, "datastore."):
+		return grantLedgerRole
+	case strings.HasPrefix(perm, "logging."):
+		return grantRecordsRole
+	case strings.HasPrefix(perm, "cloudkms.cryptoKeyVersions.useTo"):
+		return grantMACRole
 	case strings.HasPrefix(perm, "storage.objects."):
 		return grantScriptRead
 	case perm == "pubsub.topics.publish":
@@ -414,21 +437,29 @@ func perms(ns []needed) []string {
 	return out
 }
 
-// contractPermissions reads the role permissions go-contract.json holds.
-func contractPermissions(t *testing.T) (tpu, host []string) {
+// contractPermissions reads the custom roles' permissions go-contract.json
+// holds, by grant.
+func contractPermissions(t *testing.T) map[string][]string {
 	t.Helper()
 	b, err := os.ReadFile(goContractFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c struct {
-		TPU  []string `json:"tpu_permissions"`
-		Host []string `json:"host_permissions"`
-	}
+	var c map[string]json.RawMessage
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatalf("%s: %v", goContractFile, err)
 	}
-	return c.TPU, c.Host
+	out := map[string][]string{}
+	for grant, key := range customRoles {
+		var perms []string
+		if raw, ok := c[key]; ok {
+			if err := json.Unmarshal(raw, &perms); err != nil {
+				t.Fatalf("%s %s: %v", goContractFile, key, err)
+			}
+		}
+		out[grant] = perms
+	}
+	return out
 }
 
 // TestRolesHoldExactlyWhatTheCodeCalls compares the custom roles Terraform
@@ -438,30 +469,30 @@ func contractPermissions(t *testing.T) (tpu, host []string) {
 func TestRolesHoldExactlyWhatTheCodeCalls(t *testing.T) {
 	derived := derivePermissions(t)
 	data := loadIAMData(t)
-	tpu, host := contractPermissions(t)
-	for _, c := range []struct {
-		grant string
-		have  []string
-	}{{grantTPURole, tpu}, {grantHostRole, host}} {
+	contract := contractPermissions(t)
+	for grant := range customRoles {
 		have := map[string]bool{}
-		for _, p := range c.have {
+		for _, p := range contract[grant] {
 			have[p] = true
 			if !data.permissions[p] {
-				t.Errorf("%s holds %q, which is not in permissions.json: a custom role naming it cannot be created", grantNames[c.grant], p)
+				t.Errorf("%s holds %q, which is not in permissions.json: a custom role naming it cannot be created", grantNames[grant], p)
 			}
 		}
 		want := map[string]bool{}
-		for _, n := range derived[c.grant] {
+		for _, n := range derived[grant] {
 			want[n.perm] = true
 			if !have[n.perm] {
 				t.Errorf("%s lacks %s, needed by %s: add it (go test ./terraform -update regenerates %s)",
-					grantNames[c.grant], n.perm, strings.Join(n.by, ", "), goContractFile)
+					grantNames[grant], n.perm, strings.Join(n.by, ", "), goContractFile)
 			}
 		}
-		for _, p := range c.have {
+		for _, p := range contract[grant] {
 			if !want[p] {
-				t.Errorf("%s holds %s, which no call of the function needs: remove it (go test ./terraform -update)", grantNames[c.grant], p)
+				t.Errorf("%s holds %s, which no call of the function needs: remove it (go test ./terraform -update)", grantNames[grant], p)
 			}
+		}
+		if len(contract[grant]) == 0 {
+			t.Errorf("%s holds no permission: a custom role cannot be empty", grantNames[grant])
 		}
 	}
 	// Permissions granted by predefined roles on one resource: the role
@@ -506,8 +537,11 @@ func TestDerivationSeesEveryCall(t *testing.T) {
 		}
 	}
 	derived := derivePermissions(t)
-	if !contains(perms(derived[grantHostRole]), "datastore.databases.get") {
-		t.Errorf("host role derived without datastore.databases.get: %v", perms(derived[grantHostRole]))
+	if !contains(perms(derived[grantLedgerRole]), "datastore.databases.get") {
+		t.Errorf("ledger role derived without datastore.databases.get: %v", perms(derived[grantLedgerRole]))
+	}
+	if got := perms(derived[grantMACRole]); !slices.Equal(got, []string{"cloudkms.cryptoKeyVersions.useToSign", "cloudkms.cryptoKeyVersions.useToVerify"}) {
+		t.Errorf("MAC role derived as %v; want exactly useToSign and useToVerify", got)
 	}
 }
 
@@ -537,11 +571,11 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// derivedForContract returns the role permission lists for go-contract.json:
-// derived from the code when the IAM data is there, else (the data missing
-// outside CI) the lists the file already holds, so the rest of the contract
-// is still checked.
-func derivedForContract(t *testing.T) (tpu, host []string) {
+// derivedForContract returns the custom roles' permission lists for
+// go-contract.json, by grant: derived from the code when the IAM data is
+// there, else (the data missing outside CI) the lists the file already
+// holds, so the rest of the contract is still checked.
+func derivedForContract(t *testing.T) map[string][]string {
 	t.Helper()
 	dir := os.Getenv("IAM_DATA_DIR")
 	if dir == "" {
@@ -552,5 +586,9 @@ func derivedForContract(t *testing.T) (tpu, host []string) {
 		return contractPermissions(t)
 	}
 	d := derivePermissions(t)
-	return perms(d[grantTPURole]), perms(d[grantHostRole])
+	out := map[string][]string{}
+	for grant := range customRoles {
+		out[grant] = perms(d[grant])
+	}
+	return out
 }

@@ -1,8 +1,16 @@
 # tpu-autoheal: log sink -> Pub/Sub -> authenticated push -> Cloud Run
 # function (gen2) that checks each TPU node and records it or recreates it,
-# plus the sweep schedule, the Firestore ledger, least-privilege IAM derived
-# from the code, log-based metrics, a dashboard and alerts. README.md
-# explains the delivery design.
+# plus the sweep schedule, the Firestore ledger and the Cloud KMS key that
+# seals its saved specs, least-privilege IAM derived from the code,
+# log-based metrics, a dashboard and alerts. README.md explains the
+# delivery design.
+#
+# project_id is meant to hold this deployment and nothing else: whoever can
+# write its Firestore database, publish to its topic or act as its service
+# accounts can steer the function (README.md, "The host project").
+#
+# Every name derives from var.name, so two instances live side by side in
+# one project.
 #
 # The values the Go code owns come from go-contract.json, generated from the
 # Go code; the Go tests in this directory check that file and the rest of the
@@ -15,22 +23,21 @@ locals {
   # the custom roles' permissions (derived from the `// rest:` methods the
   # function's code calls, iam_test.go), the packages and embedded files the
   # function compiles (go list -deps), function.Config's variables and
-  # defaults, the processed-event collection and the expiry field its TTL
-  # policy deletes by (ledger), and the records' log name and app label
-  # (record). A test fails when the file is stale.
+  # defaults, and the processed-event collection and the expiry field its TTL
+  # policy deletes by (ledger). A test fails when the file is stale.
   go_contract = jsondecode(file("${path.module}/go-contract.json"))
 
   sink_filter         = local.go_contract.sink_filter
   sweep_message       = local.go_contract.sweep_message
   entry_point         = local.go_contract.entry_point
   tpu_permissions     = local.go_contract.tpu_permissions
-  host_permissions    = local.go_contract.host_permissions
+  ledger_permissions  = local.go_contract.ledger_permissions
+  records_permissions = local.go_contract.records_permissions
+  mac_permissions     = local.go_contract.mac_permissions
   source_packages     = local.go_contract.source_packages
   source_embeds       = local.go_contract.source_embeds
   events_collection   = local.go_contract.events_collection
   events_expire_field = local.go_contract.events_expire_field
-  record_log_name     = local.go_contract.record_log_name
-  record_app_label    = local.go_contract.record_app_label
 }
 
 locals {
@@ -40,11 +47,25 @@ locals {
   # everywhere, whatever dry_run says; nothing is deleted by Terraform.
   dry_run = var.dry_run || !var.enabled
 
-  labels             = merge(var.labels, { "managed-by" = "tpu-autoheal" })
+  labels             = merge(var.labels, { "managed-by" = "tpu-autoheal", "tpu-autoheal-instance" = var.name })
   firestore_location = coalesce(var.firestore_location, var.region)
+  firestore_database = coalesce(var.firestore_database, var.name)
   role_id            = replace(var.name, "-", "_")
-  pubsub_agent       = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
-  record_log_filter  = "(logName=\"projects/${var.project_id}/logs/${local.record_log_name}\" OR logName=\"projects/${var.project_id}/logs/run.googleapis.com%2Fstdout\") AND labels.app=\"${local.record_app_label}\""
+
+  # The records' log and app label are the instance's name
+  # (AUTOHEAL_RECORD_LOG, AUTOHEAL_APP_LABEL): two instances in one project
+  # never count, alert on or report each other's records.
+  record_log_name   = var.name
+  record_app_label  = var.name
+  record_log_filter = "(logName=\"projects/${var.project_id}/logs/${local.record_log_name}\" OR logName=\"projects/${var.project_id}/logs/run.googleapis.com%2Fstdout\") AND labels.app=\"${local.record_app_label}\""
+
+  # The Pub/Sub service agent, read through the wait that follows its
+  # creation: every binding naming it waits until it exists.
+  pubsub_agent = time_sleep.pubsub_agent.triggers["member"]
+
+  # The ledger's database, for the IAM conditions that confine the ledger
+  # role to it (Firestore checks datastore.* permissions on the database).
+  ledger_database_condition = "resource.name == \"projects/${var.project_id}/databases/${local.firestore_database}\""
 
   # The files the function's build needs, relative to the repository root:
   # go.mod, go.sum, the non-test .go files of the packages the root package
@@ -59,13 +80,23 @@ locals {
     local.source_embeds,
   ))
 
-  # The startup script's bucket and object (function/load.go's gcsRE).
-  startup_script_parts = var.startup_script == "" ? [] : regex("^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])/(.+)$", var.startup_script)
+  # The startup script's bucket and object (function/load.go's gcsRE), and
+  # the generation the function reads (AUTOHEAL_STARTUP_SCRIPT_GENERATION):
+  # the object's generation when Terraform read it. A later overwrite is
+  # never what a recreated node boots with; the next plan shows the new
+  # generation for review.
+  startup_script_parts      = var.startup_script == "" ? [] : regex("^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])/(.+)$", var.startup_script)
+  startup_script_generation = length(data.google_storage_bucket_object.startup_script) > 0 ? tostring(data.google_storage_bucket_object.startup_script[0].generation) : "0"
+
+  # Cloud Functions copies the source archive into this bucket, which it
+  # creates at the first deploy, and the build reads it from there.
+  functions_sources_bucket = "gcf-v2-sources-${data.google_project.this.number}-${var.region}"
 
   apis = [
     "artifactregistry.googleapis.com",
     "cloudbuild.googleapis.com",
     "cloudfunctions.googleapis.com",
+    "cloudkms.googleapis.com",
     "cloudresourcemanager.googleapis.com",
     "cloudscheduler.googleapis.com",
     "firestore.googleapis.com",
@@ -76,6 +107,7 @@ locals {
     "run.googleapis.com",
     "storage.googleapis.com",
     "tpu.googleapis.com",
+    "workloadidentity.googleapis.com",
   ]
 
   # Every sink's writer identity, keyed by something known at plan time.
@@ -84,6 +116,12 @@ locals {
     { for s in google_logging_folder_sink.tpu : "folder" => s.writer_identity },
     { for s in google_logging_organization_sink.tpu : "organization" => s.writer_identity },
   )
+
+  function_member = "serviceAccount:${google_service_account.function.email}"
+  build_member    = "serviceAccount:${google_service_account.build.email}"
+
+  # The only principals the events topic lets publish (its whole policy).
+  events_publishers = concat(values(local.sink_writers), [local.function_member])
 }
 
 data "google_project" "this" {
@@ -98,6 +136,35 @@ resource "google_project_service" "apis" {
   project            = var.project_id
   service            = each.value
   disable_on_destroy = false
+}
+
+# A warning, not an error: the basic example is one project on purpose.
+check "host_holds_nothing_else" {
+  assert {
+    condition     = !contains(local.tpu_projects, var.project_id)
+    error_message = "project_id ${var.project_id} is also a watched project: whoever can write Firestore, publish to Pub/Sub or act as a service account there (every TPU user with roles/editor, say) can steer tpu-autoheal, forge its inputs or rewrite its ledger. For production, host it in a project that holds nothing else and list the training projects in projects (see examples/org-wide)."
+  }
+}
+
+# The Pub/Sub service agent (service-PROJECT_NUMBER, Google-managed) mints the push
+# tokens and forwards dead letters. Google creates it lazily, so a binding
+# naming it can fail on a new project; the Workload Identity API's
+# generateServiceAgents (GA, unlike google_project_service_identity) creates
+# it now, and the wait after it covers its propagation. local.pubsub_agent is
+# read from the wait, so every binding naming the agent comes after both.
+resource "google_workload_identity_service_agent" "pubsub" {
+  parent = "projects/${data.google_project.this.number}/locations/global/serviceProducers/pubsub.googleapis.com"
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "time_sleep" "pubsub_agent" {
+  create_duration = "60s"
+
+  triggers = {
+    agent  = google_workload_identity_service_agent.pubsub.id
+    member = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  }
 }
 
 # Topics and delivery.
@@ -137,7 +204,8 @@ resource "google_pubsub_subscription" "dead_letter" {
 # Authenticated push to the function's URL. The path names the topic so that
 # the Functions Framework turns the push body into a messagePublished
 # CloudEvent; the OIDC token is minted for the invoker account, the only
-# principal allowed to invoke the function.
+# principal allowed to invoke the function. Created only once the grants a
+# delivery needs have had time to propagate (time_sleep.push_grants).
 resource "google_pubsub_subscription" "push" {
   project                    = var.project_id
   name                       = "${var.name}-push"
@@ -169,10 +237,30 @@ resource "google_pubsub_subscription" "push" {
     }
   }
 
-  depends_on = [
-    google_cloud_run_service_iam_member.push_invoker,
-    google_service_account_iam_member.pubsub_token_creator,
-  ]
+  depends_on = [time_sleep.push_grants]
+}
+
+# What a delivery needs before the first one is pushed: the invoker grant,
+# the Pub/Sub service agent's token creator grant, and the function's own
+# grants (a delivery refused for a grant still propagating would be recorded
+# as a failure). IAM changes take about two minutes to propagate, sometimes
+# seven or more; a delivery that still meets one is retried by Pub/Sub, and
+# the sweep looks again at every node.
+resource "time_sleep" "push_grants" {
+  create_duration = var.iam_propagation_wait
+
+  triggers = merge(
+    {
+      invoker       = google_cloud_run_service_iam_member.push_invoker.id
+      token_creator = google_service_account_iam_member.pubsub_token_creator.id
+      ledger        = google_project_iam_member.ledger["function"].id
+      records       = google_project_iam_member.records.id
+      mac           = google_kms_crypto_key_iam_member.function_mac.id
+    },
+    { for p, m in google_project_iam_member.tpu : "tpu/${p}" => m.id },
+    { for sa, m in google_service_account_iam_member.tpu_service_account_user : "act-as/${sa}" => m.id },
+    { for m in google_storage_bucket_iam_member.startup_script : "startup-script" => m.id },
+  )
 }
 
 # The Pub/Sub service agent forwards undeliverable messages: it needs to
@@ -200,7 +288,7 @@ resource "google_logging_project_sink" "tpu" {
 
   project                = each.value
   name                   = var.name
-  description            = "TPU terminate/restart audit entries for tpu-autoheal."
+  description            = "TPU terminate/restart audit entries for tpu-autoheal (${var.name})."
   destination            = "pubsub.googleapis.com/${google_pubsub_topic.events.id}"
   filter                 = local.sink_filter
   unique_writer_identity = true
@@ -211,7 +299,7 @@ resource "google_logging_folder_sink" "tpu" {
 
   folder           = "folders/${var.folder_id}"
   name             = var.name
-  description      = "TPU terminate/restart audit entries for tpu-autoheal."
+  description      = "TPU terminate/restart audit entries for tpu-autoheal (${var.name})."
   destination      = "pubsub.googleapis.com/${google_pubsub_topic.events.id}"
   filter           = local.sink_filter
   include_children = true
@@ -229,7 +317,7 @@ resource "google_logging_organization_sink" "tpu" {
 
   org_id           = var.org_id
   name             = var.name
-  description      = "TPU terminate/restart audit entries for tpu-autoheal."
+  description      = "TPU terminate/restart audit entries for tpu-autoheal (${var.name})."
   destination      = "pubsub.googleapis.com/${google_pubsub_topic.events.id}"
   filter           = local.sink_filter
   include_children = true
@@ -242,24 +330,25 @@ resource "google_logging_organization_sink" "tpu" {
   }
 }
 
-resource "google_pubsub_topic_iam_member" "sink_publisher" {
-  for_each = local.sink_writers
-
-  project = var.project_id
-  topic   = google_pubsub_topic.events.name
-  role    = "roles/pubsub.publisher"
-  member  = each.value
+# Who may publish to the events topic, authoritatively (the topic's whole
+# IAM policy): the sinks' writer identities, and the function itself, which
+# publishes its follow kicks ({"autoheal":"follow"}, AUTOHEAL_KICK_TOPIC;
+# pubsub.projects.topics.publish in function/kick.go). A grant added on the
+# topic by hand is removed by the next apply. Project-level grants are not
+# the topic's: the Cloud Scheduler service agent publishes the sweep with
+# its project-wide roles/cloudscheduler.serviceAgent, and project owners
+# and editors can publish; `autoheal preflight` lists them.
+data "google_iam_policy" "events_topic" {
+  binding {
+    role    = "roles/pubsub.publisher"
+    members = local.events_publishers
+  }
 }
 
-# Follow kicks: the function publishes {"autoheal":"follow"} to its own
-# events topic when a delivery leaves a recovery waiting for its next look
-# (AUTOHEAL_KICK_TOPIC). Only publish, only on this topic
-# (pubsub.projects.topics.publish in function/kick.go).
-resource "google_pubsub_topic_iam_member" "function_kick_publisher" {
-  project = var.project_id
-  topic   = google_pubsub_topic.events.name
-  role    = "roles/pubsub.publisher"
-  member  = "serviceAccount:${google_service_account.function.email}"
+resource "google_pubsub_topic_iam_policy" "events" {
+  project     = var.project_id
+  topic       = google_pubsub_topic.events.name
+  policy_data = data.google_iam_policy.events_topic.policy_data
 }
 
 # The sweep: finishes interrupted recoveries, looks again at deferred nodes
@@ -268,7 +357,7 @@ resource "google_cloud_scheduler_job" "sweep" {
   project     = var.project_id
   region      = var.region
   name        = "${var.name}-sweep"
-  description = "Asks tpu-autoheal to sweep."
+  description = "Asks tpu-autoheal (${var.name}) to sweep."
   schedule    = var.sweep_schedule
   time_zone   = var.sweep_time_zone
 
@@ -285,7 +374,7 @@ resource "google_cloud_scheduler_job" "sweep" {
 resource "google_service_account" "function" {
   project      = var.project_id
   account_id   = "${var.name}-func"
-  display_name = "tpu-autoheal function"
+  display_name = "tpu-autoheal function (${var.name})"
   description  = "Runs the tpu-autoheal function: reads and recreates opted-in TPU nodes, keeps the ledger, writes records."
 
   depends_on = [google_project_service.apis]
@@ -294,7 +383,7 @@ resource "google_service_account" "function" {
 resource "google_service_account" "push" {
   project      = var.project_id
   account_id   = "${var.name}-push"
-  display_name = "tpu-autoheal push invoker"
+  display_name = "tpu-autoheal push invoker (${var.name})"
   description  = "Identity of the Pub/Sub push subscription; may only invoke the tpu-autoheal function."
 
   depends_on = [google_project_service.apis]
@@ -303,19 +392,109 @@ resource "google_service_account" "push" {
 resource "google_service_account" "build" {
   project      = var.project_id
   account_id   = "${var.name}-build"
-  display_name = "tpu-autoheal build"
+  display_name = "tpu-autoheal build (${var.name})"
   description  = "Builds the tpu-autoheal function's container from its source archive."
 
   depends_on = [google_project_service.apis]
 }
 
-# What a function build needs and nothing more: roles/run.builder (write
-# build logs, push and pull the image in Artifact Registry, read the source
-# object). No storage admin: it cannot delete objects or change any bucket.
-resource "google_project_iam_member" "build" {
+# The build: what roles/run.builder grants (the role Google names for a
+# function's build account), each permission on the narrowest resource that
+# holds it, instead of project-wide. Writing build logs stays project-wide
+# (Cloud Logging checks it on the project); reading the source archive is a
+# project-level grant conditioned on the two buckets it is read from (this
+# module's, and the one Cloud Functions copies it into, which does not exist
+# before the first deploy, so no binding can be made on it); pushing and
+# pulling the image, on this instance's repository alone. Cloud Source
+# Repositories (source.repos.get) is not a source this module uses.
+resource "google_artifact_registry_repository" "images" {
+  project       = var.project_id
+  location      = var.region
+  repository_id = var.name
+  format        = "DOCKER"
+  description   = "Images of the tpu-autoheal function (${var.name})."
+  labels        = local.labels
+
+  # A deploy pushes one image; keep the recent ones for a rollback.
+  cleanup_policy_dry_run = false
+  cleanup_policies {
+    id     = "keep-recent"
+    action = "KEEP"
+    most_recent_versions {
+      keep_count = 5
+    }
+  }
+  cleanup_policies {
+    id     = "delete-older"
+    action = "DELETE"
+    condition {
+      older_than = "2592000s"
+    }
+  }
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_project_iam_custom_role" "build_image" {
+  project     = var.project_id
+  role_id     = "${local.role_id}_build_image"
+  title       = "tpu-autoheal build: image (${var.name})"
+  description = "roles/run.builder's Artifact Registry permissions, granted on the function's one repository."
+  permissions = [
+    "artifactregistry.repositories.deleteArtifacts",
+    "artifactregistry.repositories.downloadArtifacts",
+    "artifactregistry.repositories.uploadArtifacts",
+  ]
+}
+
+resource "google_artifact_registry_repository_iam_member" "build_image" {
+  project    = var.project_id
+  location   = google_artifact_registry_repository.images.location
+  repository = google_artifact_registry_repository.images.repository_id
+  role       = google_project_iam_custom_role.build_image.id
+  member     = local.build_member
+}
+
+resource "google_project_iam_custom_role" "build_source" {
+  project     = var.project_id
+  role_id     = "${local.role_id}_build_source"
+  title       = "tpu-autoheal build: source (${var.name})"
+  description = "roles/run.builder's Cloud Storage permission, granted on the buckets the function's source is read from."
+  permissions = ["storage.objects.get"]
+}
+
+resource "google_project_iam_member" "build_source" {
   project = var.project_id
-  role    = "roles/run.builder"
-  member  = "serviceAccount:${google_service_account.build.email}"
+  role    = google_project_iam_custom_role.build_source.id
+  member  = local.build_member
+
+  condition {
+    title       = "tpu-autoheal source buckets"
+    description = "The module's source bucket and the bucket Cloud Functions copies the archive into."
+    expression  = "resource.name.startsWith(\"projects/_/buckets/${google_storage_bucket.source.name}/objects/\") || resource.name.startsWith(\"projects/_/buckets/${local.functions_sources_bucket}/objects/\")"
+  }
+}
+
+# Build logs: the records role, logging.logEntries.create alone.
+resource "google_project_iam_member" "build_logs" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.records.id
+  member  = local.build_member
+}
+
+# The build starts only once its grants have had time to propagate (about
+# two minutes, sometimes seven or more): on a new project the first build
+# otherwise fails for a permission granted seconds before. A build that
+# still meets one fails the apply; applying again retries it (the wait does
+# not run again).
+resource "time_sleep" "build_grants" {
+  create_duration = var.iam_propagation_wait
+
+  triggers = {
+    image  = google_artifact_registry_repository_iam_member.build_image.id
+    source = google_project_iam_member.build_source.id
+    logs   = google_project_iam_member.build_logs.id
+  }
 }
 
 resource "google_storage_bucket" "source" {
@@ -360,9 +539,10 @@ resource "google_cloudfunctions2_function" "autoheal" {
   labels      = local.labels
 
   build_config {
-    runtime         = var.runtime
-    entry_point     = local.entry_point
-    service_account = google_service_account.build.id
+    runtime           = var.runtime
+    entry_point       = local.entry_point
+    service_account   = google_service_account.build.id
+    docker_repository = google_artifact_registry_repository.images.id
 
     source {
       storage_source {
@@ -382,42 +562,45 @@ resource "google_cloudfunctions2_function" "autoheal" {
     service_account_email          = google_service_account.function.email
 
     environment_variables = {
-      AUTOHEAL_PROJECT            = var.project_id
-      AUTOHEAL_PROJECTS           = join(",", local.tpu_projects)
-      AUTOHEAL_ZONES              = join(",", var.zones)
-      AUTOHEAL_DRY_RUN            = tostring(local.dry_run)
-      AUTOHEAL_LABEL_SELECTOR     = var.label_selector
-      AUTOHEAL_STARTUP_SCRIPT     = var.startup_script
-      AUTOHEAL_FIRESTORE_DATABASE = google_firestore_database.ledger.name
-      AUTOHEAL_TPU_ENDPOINT       = var.tpu_endpoint
-      AUTOHEAL_RECORD_TO          = var.record_to
-      AUTOHEAL_MAX_EVENT_AGE      = var.max_event_age
-      AUTOHEAL_UNHEALTHY_GRACE    = var.unhealthy_grace
-      AUTOHEAL_STUCK_GRACE        = var.stuck_grace
-      AUTOHEAL_COOLDOWN           = var.cooldown
-      AUTOHEAL_WINDOW             = var.window
-      AUTOHEAL_MAX_RECREATES      = tostring(var.max_recreates)
-      AUTOHEAL_MAX_IN_FLIGHT      = tostring(var.max_in_flight)
-      AUTOHEAL_MAX_ATTEMPTS       = tostring(var.max_attempts)
-      AUTOHEAL_LEASE              = var.lease
-      AUTOHEAL_EVENT_TTL          = var.event_ttl
-      AUTOHEAL_SWEEP_BUDGET       = var.sweep_budget
-      AUTOHEAL_BREAKER            = var.breaker
-      AUTOHEAL_HOLD_TTL           = var.hold_ttl
-      AUTOHEAL_LOOK_AGAIN         = var.look_again
-      AUTOHEAL_SWEEP_FOLLOW       = var.sweep_follow
-      AUTOHEAL_KICK_TOPIC         = google_pubsub_topic.events.id
-      AUTOHEAL_MAINTENANCE        = var.maintenance
-      AUTOHEAL_CHECKPOINT_TIMEOUT = var.checkpoint_timeout
-      AUTOHEAL_RESUME_WATCH       = var.resume_watch
+      AUTOHEAL_PROJECT                   = var.project_id
+      AUTOHEAL_PROJECTS                  = join(",", local.tpu_projects)
+      AUTOHEAL_ZONES                     = join(",", var.zones)
+      AUTOHEAL_DRY_RUN                   = tostring(local.dry_run)
+      AUTOHEAL_LABEL_SELECTOR            = var.label_selector
+      AUTOHEAL_STARTUP_SCRIPT            = var.startup_script
+      AUTOHEAL_STARTUP_SCRIPT_GENERATION = local.startup_script_generation
+      AUTOHEAL_FIRESTORE_DATABASE        = google_firestore_database.ledger.name
+      AUTOHEAL_TPU_ENDPOINT              = var.tpu_endpoint
+      AUTOHEAL_RECORD_TO                 = var.record_to
+      AUTOHEAL_RECORD_LOG                = local.record_log_name
+      AUTOHEAL_APP_LABEL                 = local.record_app_label
+      AUTOHEAL_MAX_EVENT_AGE             = var.max_event_age
+      AUTOHEAL_UNHEALTHY_GRACE           = var.unhealthy_grace
+      AUTOHEAL_STUCK_GRACE               = var.stuck_grace
+      AUTOHEAL_COOLDOWN                  = var.cooldown
+      AUTOHEAL_WINDOW                    = var.window
+      AUTOHEAL_MAX_RECREATES             = tostring(var.max_recreates)
+      AUTOHEAL_MAX_IN_FLIGHT             = tostring(var.max_in_flight)
+      AUTOHEAL_MAX_ATTEMPTS              = tostring(var.max_attempts)
+      AUTOHEAL_LEASE                     = var.lease
+      AUTOHEAL_EVENT_TTL                 = var.event_ttl
+      AUTOHEAL_SWEEP_BUDGET              = var.sweep_budget
+      AUTOHEAL_BREAKER                   = var.breaker
+      AUTOHEAL_HOLD_TTL                  = var.hold_ttl
+      AUTOHEAL_LOOK_AGAIN                = var.look_again
+      AUTOHEAL_SWEEP_FOLLOW              = var.sweep_follow
+      AUTOHEAL_KICK_TOPIC                = google_pubsub_topic.events.id
+      AUTOHEAL_MAINTENANCE               = var.maintenance
+      AUTOHEAL_CHECKPOINT_TIMEOUT        = var.checkpoint_timeout
+      AUTOHEAL_RESUME_WATCH              = var.resume_watch
+      AUTOHEAL_NODE_SERVICE_ACCOUNTS     = join(",", var.tpu_service_accounts)
+      AUTOHEAL_MAC_KEY                   = google_kms_crypto_key_version.ledger_mac.name
     }
   }
 
   depends_on = [
     google_project_service.apis,
-    google_project_iam_member.build,
-    google_project_iam_member.tpu,
-    google_project_iam_member.host,
+    time_sleep.build_grants,
   ]
 }
 
@@ -441,15 +624,16 @@ resource "google_service_account_iam_member" "pubsub_token_creator" {
 
 # Least privilege, derived from the code (terraform/iam_test.go): the REST
 # methods the function calls, mapped to permissions, split by where they are
-# needed. The TPU role is bound in every watched project; the host role
-# (ledger and records) only in project_id.
+# needed. The TPU role is bound in every watched project; the ledger role on
+# the ledger's database only (an IAM condition); the records role in
+# project_id; the MAC role on the ledger's key only.
 
 resource "google_project_iam_custom_role" "tpu" {
   for_each = toset(local.tpu_projects)
 
   project     = each.value
   role_id     = "${local.role_id}_tpu"
-  title       = "tpu-autoheal TPU"
+  title       = "tpu-autoheal TPU (${var.name})"
   description = "What the tpu-autoheal function calls on TPU nodes, queued resources and operations in a watched project."
   permissions = local.tpu_permissions
 }
@@ -459,21 +643,47 @@ resource "google_project_iam_member" "tpu" {
 
   project = each.value
   role    = google_project_iam_custom_role.tpu[each.key].id
-  member  = "serviceAccount:${google_service_account.function.email}"
+  member  = local.function_member
 }
 
-resource "google_project_iam_custom_role" "host" {
+resource "google_project_iam_custom_role" "ledger" {
   project     = var.project_id
-  role_id     = "${local.role_id}_host"
-  title       = "tpu-autoheal host"
-  description = "What the tpu-autoheal function calls in its own project: its Firestore ledger (documents and transactions) and its records."
-  permissions = local.host_permissions
+  role_id     = "${local.role_id}_ledger"
+  title       = "tpu-autoheal ledger (${var.name})"
+  description = "What the tpu-autoheal function calls on its Firestore ledger (documents and transactions); granted on its database only."
+  permissions = local.ledger_permissions
 }
 
-resource "google_project_iam_member" "host" {
+# The function and the operators, who pause and resume it (autoheal pause,
+# resume, breaker reset write the ledger): the ledger role, on its database
+# only. The operators get no KMS permission, so they cannot seal a spec the
+# function would create.
+resource "google_project_iam_member" "ledger" {
+  for_each = merge({ function = local.function_member }, { for m in var.operators : "operator/${m}" => m })
+
   project = var.project_id
-  role    = google_project_iam_custom_role.host.id
-  member  = "serviceAccount:${google_service_account.function.email}"
+  role    = google_project_iam_custom_role.ledger.id
+  member  = each.value
+
+  condition {
+    title       = "tpu-autoheal ledger ${local.firestore_database}"
+    description = "Only the ledger's Firestore database."
+    expression  = local.ledger_database_condition
+  }
+}
+
+resource "google_project_iam_custom_role" "records" {
+  project     = var.project_id
+  role_id     = "${local.role_id}_records"
+  title       = "tpu-autoheal records (${var.name})"
+  description = "Writing log entries (the function's records, the build's logs); Cloud Logging checks it on the project."
+  permissions = local.records_permissions
+}
+
+resource "google_project_iam_member" "records" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.records.id
+  member  = local.function_member
 }
 
 # Reading a gs:// startup script: that one object, nothing else in its bucket
@@ -485,7 +695,7 @@ resource "google_storage_bucket_iam_member" "startup_script" {
 
   bucket = local.startup_script_parts[0]
   role   = "roles/storage.objectViewer"
-  member = "serviceAccount:${google_service_account.function.email}"
+  member = local.function_member
 
   condition {
     title       = "tpu-autoheal startup script"
@@ -494,20 +704,38 @@ resource "google_storage_bucket_iam_member" "startup_script" {
   }
 }
 
+# The generation the function will read (the plan shows a change of it).
+# Reading it needs storage.objects.get on the object for whoever applies.
+data "google_storage_bucket_object" "startup_script" {
+  count = length(local.startup_script_parts) > 0 ? 1 : 0
+
+  bucket = local.startup_script_parts[0]
+  name   = local.startup_script_parts[1]
+}
+
 # Recreating a node that runs as a service account needs actAs on it.
+# A warning, not an error: nodes created without --service-account run as
+# the Compute Engine default account.
+check "no_default_compute_account" {
+  assert {
+    condition     = !anytrue([for sa in var.tpu_service_accounts : endswith(sa, "-compute@developer.gserviceaccount.com")])
+    error_message = "tpu_service_accounts lists a Compute Engine default service account (NUMBER-compute@developer.gserviceaccount.com): the function can then act as it, and it often holds roles/editor on its project. Give the TPU nodes a service account of their own (gcloud compute tpus tpu-vm create ... --service-account) and list that one."
+  }
+}
+
 resource "google_service_account_iam_member" "tpu_service_account_user" {
   for_each = toset(var.tpu_service_accounts)
 
   service_account_id = "projects/-/serviceAccounts/${each.value}"
   role               = "roles/iam.serviceAccountUser"
-  member             = "serviceAccount:${google_service_account.function.email}"
+  member             = local.function_member
 }
 
 # State.
 
 resource "google_firestore_database" "ledger" {
   project                 = var.project_id
-  name                    = var.firestore_database
+  name                    = local.firestore_database
   location_id             = local.firestore_location
   type                    = "FIRESTORE_NATIVE"
   delete_protection_state = var.firestore_delete_protection ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"
@@ -528,6 +756,56 @@ resource "google_firestore_field" "events_ttl" {
 
   # A TTL timestamp needs no single-field index.
   index_config {}
+}
+
+# The key that seals every saved spec (a MAC the function makes before the
+# delete and checks before the delete and the create), so that whoever can
+# write the ledger still cannot make the function create a node they
+# rewrote. The function may only sign and verify with it; nobody the module
+# grants anything (operators included) may. Cloud KMS never deletes a key
+# ring or a key: destroy only destroys the key's versions (after
+# destroy_scheduled_duration), and applying again with the same name must
+# import both (README.md, Teardown).
+resource "google_kms_key_ring" "ledger" {
+  project  = var.project_id
+  name     = var.name
+  location = var.region
+
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_kms_crypto_key" "ledger_mac" {
+  name     = "${var.name}-ledger-mac"
+  key_ring = google_kms_key_ring.ledger.id
+  purpose  = "MAC"
+  labels   = local.labels
+
+  # The version is google_kms_crypto_key_version.ledger_mac, whose name the
+  # function signs with (signing names a version).
+  skip_initial_version_creation = true
+
+  version_template {
+    algorithm        = "HMAC_SHA256"
+    protection_level = var.mac_key_protection_level
+  }
+}
+
+resource "google_kms_crypto_key_version" "ledger_mac" {
+  crypto_key = google_kms_crypto_key.ledger_mac.id
+}
+
+resource "google_project_iam_custom_role" "mac" {
+  project     = var.project_id
+  role_id     = "${local.role_id}_mac"
+  title       = "tpu-autoheal ledger MAC (${var.name})"
+  description = "Sign and verify with the ledger's MAC key, nothing else (no key management, no other key); granted on that key only."
+  permissions = local.mac_permissions
+}
+
+resource "google_kms_crypto_key_iam_member" "function_mac" {
+  crypto_key_id = google_kms_crypto_key.ledger_mac.id
+  role          = google_project_iam_custom_role.mac.id
+  member        = local.function_member
 }
 
 # Observability: counters over the decision records, a dashboard, and
@@ -758,7 +1036,7 @@ locals {
 # must look): one notification per node and hour at most.
 resource "google_monitoring_alert_policy" "recovery_failed" {
   project               = var.project_id
-  display_name          = "tpu-autoheal: TPU node recovery failed or abandoned"
+  display_name          = "${var.name}: TPU node recovery failed or abandoned"
   combiner              = "OR"
   severity              = "ERROR"
   notification_channels = var.notification_channels
@@ -792,7 +1070,7 @@ resource "google_monitoring_alert_policy" "recovery_failed" {
 
 resource "google_monitoring_alert_policy" "breaker_open" {
   project               = var.project_id
-  display_name          = "tpu-autoheal: storm breaker open"
+  display_name          = "${var.name}: storm breaker open"
   combiner              = "OR"
   severity              = "CRITICAL"
   notification_channels = var.notification_channels
@@ -825,7 +1103,7 @@ resource "google_monitoring_alert_policy" "breaker_open" {
 
 resource "google_monitoring_alert_policy" "startup_error" {
   project               = var.project_id
-  display_name          = "tpu-autoheal: the function cannot start"
+  display_name          = "${var.name}: the function cannot start"
   combiner              = "OR"
   severity              = "CRITICAL"
   notification_channels = var.notification_channels
@@ -855,7 +1133,7 @@ resource "google_monitoring_alert_policy" "startup_error" {
 
 resource "google_monitoring_alert_policy" "dead_letter_backlog" {
   project               = var.project_id
-  display_name          = "tpu-autoheal: undeliverable events waiting"
+  display_name          = "${var.name}: undeliverable events waiting"
   combiner              = "OR"
   severity              = "WARNING"
   notification_channels = var.notification_channels
@@ -893,7 +1171,7 @@ resource "google_monitoring_alert_policy" "dead_letter_backlog" {
 
 resource "google_monitoring_alert_policy" "sweeps_stopped" {
   project               = var.project_id
-  display_name          = "tpu-autoheal: sweeps stopped"
+  display_name          = "${var.name}: sweeps stopped"
   combiner              = "OR"
   severity              = "ERROR"
   notification_channels = var.notification_channels
@@ -930,7 +1208,7 @@ resource "google_monitoring_alert_policy" "sweeps_stopped" {
 resource "google_monitoring_dashboard" "autoheal" {
   project = var.project_id
   dashboard_json = jsonencode({
-    displayName = "tpu-autoheal"
+    displayName = var.name
     mosaicLayout = {
       columns = 12
       tiles = [

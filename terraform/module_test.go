@@ -379,9 +379,26 @@ func TestSinkDestinationAndWriterIdentities(t *testing.T) {
 			t.Errorf("%s's writer identity is not among local.sink_writers (no publisher grant)", key)
 		}
 	}
-	pub := m.resource(t, "google_pubsub_topic_iam_member.sink_publisher")
-	if !isReference(attr(t, pub, "for_each").Expr, "local.sink_writers") {
-		t.Error("sink writers are not granted publisher on the topic")
+	// The events topic's whole policy: publisher for the sinks' writers
+	// and the function, nobody else.
+	policy := m.resource(t, "google_pubsub_topic_iam_policy.events")
+	if !isReference(attr(t, policy, "topic").Expr, "google_pubsub_topic.events.name") || !isReference(attr(t, policy, "policy_data").Expr, "data.google_iam_policy.events_topic.policy_data") {
+		t.Error("the events topic's IAM policy is not data.google_iam_policy.events_topic")
+	}
+	bindings := blocksOf(m.data["google_iam_policy.events_topic"], "binding")
+	if len(bindings) != 1 || evalString(t, nil, attr(t, bindings[0], "role").Expr) != "roles/pubsub.publisher" || !isReference(attr(t, bindings[0], "members").Expr, "local.events_publishers") {
+		t.Fatal("the events topic's policy is not one roles/pubsub.publisher binding of local.events_publishers")
+	}
+	if got := strings.Join(strings.Fields(string(m.local(t, "events_publishers").Range().SliceBytes(m.files["main.tf"]))), " "); got != "concat(values(local.sink_writers), [local.function_member])" {
+		t.Errorf("local.events_publishers = %s; want exactly the sinks' writers and the function", got)
+	}
+	for key := range m.resources {
+		if strings.HasPrefix(key, "google_pubsub_topic_iam_") && key != "google_pubsub_topic_iam_policy.events" {
+			topic := string(attr(t, m.resources[key], "topic").Expr.Range().SliceBytes(m.files["main.tf"]))
+			if strings.Contains(topic, "google_pubsub_topic.events.") {
+				t.Errorf("%s grants on the events topic besides its policy", key)
+			}
+		}
 	}
 }
 

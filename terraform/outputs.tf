@@ -59,10 +59,34 @@ output "firestore_database" {
 }
 
 output "custom_role_ids" {
-  description = "The function's custom roles: tpu (the TPU role in each watched project, keyed by project) and host (its ledger and records role in project_id)."
+  description = "The module's custom roles: tpu (the function's TPU role in each watched project, keyed by project), ledger (on the ledger's database: the function and the operators), records (writing log entries: the function and the build), mac (on the ledger's key: the function), build_image and build_source (the build)."
   value = {
-    tpu  = { for p, r in google_project_iam_custom_role.tpu : p => r.id }
-    host = google_project_iam_custom_role.host.id
+    tpu          = { for p, r in google_project_iam_custom_role.tpu : p => r.id }
+    ledger       = google_project_iam_custom_role.ledger.id
+    records      = google_project_iam_custom_role.records.id
+    mac          = google_project_iam_custom_role.mac.id
+    build_image  = google_project_iam_custom_role.build_image.id
+    build_source = google_project_iam_custom_role.build_source.id
+  }
+}
+
+output "mac_key_version" {
+  description = "The Cloud KMS key version (purpose MAC, HMAC_SHA256) that seals the ledger's saved specs (AUTOHEAL_MAC_KEY)."
+  value       = google_kms_crypto_key_version.ledger_mac.name
+}
+
+output "artifact_repository" {
+  description = "The Artifact Registry repository the function's image is built into (the build may push and pull there only)."
+  value       = google_artifact_registry_repository.images.id
+}
+
+output "trusted_principals" {
+  description = "Who the module lets steer the function, for autoheal preflight: ledger_writers (the function and the operators, on the ledger's database), topic_publishers (the sinks' writer identities and the function, the events topic's whole policy) and function (its account). Anyone else who can write the ledger, publish to the topic or act as the function's account in project_id is unexpected."
+  value = {
+    ledger_writers   = concat([local.function_member], var.operators)
+    topic_publishers = local.events_publishers
+    function         = local.function_member
+    operators        = var.operators
   }
 }
 
@@ -109,4 +133,27 @@ output "dashboard" {
 output "dry_run" {
   description = "Whether the function only decides and records (true: dry_run set or enabled = false) or also recreates nodes (false)."
   value       = local.dry_run
+}
+
+output "resource_names" {
+  description = "Every name this instance takes, by kind, all derived from name: what two instances in one project (or watching one project) must not share."
+  value = {
+    function            = [google_cloudfunctions2_function.autoheal.name]
+    service_accounts    = [google_service_account.function.account_id, google_service_account.push.account_id, google_service_account.build.account_id]
+    topics              = [google_pubsub_topic.events.name, google_pubsub_topic.dead_letter.name]
+    subscriptions       = [google_pubsub_subscription.push.name, google_pubsub_subscription.dead_letter.name]
+    scheduler_job       = [google_cloud_scheduler_job.sweep.name]
+    source_bucket       = [google_storage_bucket.source.name]
+    artifact_repository = [google_artifact_registry_repository.images.repository_id]
+    firestore_database  = [google_firestore_database.ledger.name]
+    kms_key_ring        = [google_kms_key_ring.ledger.name]
+    custom_roles        = concat([for r in google_project_iam_custom_role.tpu : "${r.project}/${r.role_id}"], [for r in [google_project_iam_custom_role.ledger, google_project_iam_custom_role.records, google_project_iam_custom_role.mac, google_project_iam_custom_role.build_image, google_project_iam_custom_role.build_source] : "${r.project}/${r.role_id}"])
+    sinks               = concat([for s in google_logging_project_sink.tpu : "${s.project}/${s.name}"], [for s in google_logging_folder_sink.tpu : "${s.folder}/${s.name}"], [for s in google_logging_organization_sink.tpu : "organizations/${s.org_id}/${s.name}"])
+    metrics             = [for m in [google_logging_metric.recoveries_started, google_logging_metric.recoveries_finished, google_logging_metric.recoveries_failed, google_logging_metric.outcomes, google_logging_metric.time_to_recover, google_logging_metric.breaker_trips, google_logging_metric.sweeps, google_logging_metric.rejects] : m.name]
+    record_log          = [local.record_log_name]
+    app_label           = [local.record_app_label]
+    alert_policies      = [for p in [google_monitoring_alert_policy.recovery_failed, google_monitoring_alert_policy.breaker_open, google_monitoring_alert_policy.startup_error, google_monitoring_alert_policy.dead_letter_backlog, google_monitoring_alert_policy.sweeps_stopped] : p.display_name]
+    dashboard           = [jsondecode(google_monitoring_dashboard.autoheal.dashboard_json).displayName]
+    source_archive      = [data.archive_file.source.output_path]
+  }
 }

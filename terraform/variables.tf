@@ -22,12 +22,16 @@ variable "region" {
 
 variable "name" {
   type        = string
-  description = "Prefix of every resource name the module creates; change it to run two instances in one project."
+  description = "Name of this instance: every resource name, the ledger database (by default), the records' log and labels.app, the metrics and alerts derive from it, so two instances live side by side in one project (give them different projects or label_selector: two instances must never watch the same nodes)."
   default     = "tpu-autoheal"
 
+  # The longest ids it feeds: the service accounts NAME-build (6-30
+  # characters) and the source bucket PROJECT-NAME-source (at most 63); the
+  # database NAME needs at least 4. Topics and buckets refuse goog prefixes
+  # and names containing google.
   validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{1,18}[a-z0-9]$", var.name))
-    error_message = "name must be 3-20 lowercase letters, digits or hyphens, starting with a letter (service account and role ids derive from it)."
+    condition     = can(regex("^[a-z][a-z0-9-]{2,22}[a-z0-9]$", var.name)) && !startswith(var.name, "goog") && !strcontains(var.name, "google")
+    error_message = "name must be 4-24 lowercase letters, digits or hyphens, starting with a letter and ending with a letter or digit, neither starting with goog nor containing google: the service account NAME-build is at most 30 characters and the Firestore database NAME at least 4."
   }
 }
 
@@ -96,12 +100,27 @@ variable "org_id" {
 
 variable "tpu_service_accounts" {
   type        = list(string)
-  description = "Service accounts the TPU nodes run as; the function gets roles/iam.serviceAccountUser on each so it can recreate nodes that use them."
-  default     = []
+  description = "Service accounts the TPU nodes run as (AUTOHEAL_NODE_SERVICE_ACCOUNTS): the function gets roles/iam.serviceAccountUser on each, which creating or patching a node that runs as it needs, and creates no node running as any other. Find a node's with: gcloud compute tpus tpu-vm describe NODE --zone ZONE --format='value(serviceAccount.email)'."
+
+  validation {
+    condition     = length(var.tpu_service_accounts) > 0
+    error_message = "tpu_service_accounts must list the service accounts your TPU nodes run as (recreating a node needs actAs on its account; a node running as an unlisted one is never recreated). Find a node's with: gcloud compute tpus tpu-vm describe NODE --zone ZONE --format='value(serviceAccount.email)'."
+  }
 
   validation {
     condition     = alltrue([for sa in var.tpu_service_accounts : can(regex("^[^@\\s]+@[a-z0-9.-]+\\.gserviceaccount\\.com$", sa))])
-    error_message = "Every entry of tpu_service_accounts must be a service account email."
+    error_message = "Every entry of tpu_service_accounts must be a service account email, NAME@PROJECT.iam.gserviceaccount.com (gcloud compute tpus tpu-vm describe NODE --zone ZONE --format='value(serviceAccount.email)' prints a node's)."
+  }
+}
+
+variable "operators" {
+  type        = list(string)
+  description = "Principals who pause and resume tpu-autoheal (autoheal pause, resume and breaker reset write the ledger), e.g. [\"group:tpu-oncall@example.com\"]: they get the ledger role on its database only, and no KMS permission. autoheal preflight counts them as expected ledger writers."
+  default     = []
+
+  validation {
+    condition     = alltrue([for m in var.operators : can(regex("^(group|user|serviceAccount):[^@\\s:]+@[^@\\s]+$", m))])
+    error_message = "Every entry of operators must be an IAM principal with its type: group:EMAIL, user:EMAIL or serviceAccount:EMAIL."
   }
 }
 
@@ -334,6 +353,28 @@ variable "sweep_time_zone" {
 
 # The function.
 
+variable "iam_propagation_wait" {
+  type        = string
+  description = "How long the first build waits after its grants, and the push subscription after the grants a delivery needs, for IAM to propagate (Google: about two minutes, sometimes seven or more), whole seconds with an s suffix. Waited once, when the grants are made."
+  default     = "120s"
+
+  validation {
+    condition     = can(regex("^[0-9]+s$", var.iam_propagation_wait)) && try(tonumber(trimsuffix(var.iam_propagation_wait, "s")) <= 900, false)
+    error_message = "iam_propagation_wait must be whole seconds with an s suffix, at most 900s, e.g. 120s."
+  }
+}
+
+variable "mac_key_protection_level" {
+  type        = string
+  description = "Protection level of the ledger's MAC key (HMAC_SHA256): SOFTWARE, or HSM (a dearer key version, see README.md, What it costs)."
+  default     = "SOFTWARE"
+
+  validation {
+    condition     = contains(["SOFTWARE", "HSM"], var.mac_key_protection_level)
+    error_message = "mac_key_protection_level must be SOFTWARE or HSM."
+  }
+}
+
 variable "runtime" {
   type        = string
   description = "Cloud Run functions Go runtime; must be at least the go directive of go.mod (1.26), else the build fails."
@@ -445,12 +486,12 @@ variable "dead_letter_retention" {
 
 variable "firestore_database" {
   type        = string
-  description = "Name of the Firestore (native mode) database holding the ledger (AUTOHEAL_FIRESTORE_DATABASE); created by the module."
-  default     = "tpu-autoheal"
+  description = "Name of the Firestore (native mode) database holding the ledger (AUTOHEAL_FIRESTORE_DATABASE); created by the module. null means name."
+  default     = null
 
   validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.firestore_database)) && var.firestore_database != "(default)"
-    error_message = "firestore_database must be 4-63 lowercase letters, digits or hyphens, starting with a letter."
+    condition     = var.firestore_database == null || (can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", coalesce(var.firestore_database, "x"))) && var.firestore_database != "(default)")
+    error_message = "firestore_database must be null (the instance's name) or 4-63 lowercase letters, digits or hyphens, starting with a letter."
   }
 }
 

@@ -16,7 +16,8 @@ import (
 // record goes to the fallback.
 const WriteTimeout = 10 * time.Second
 
-// Logging writes each record to Cloud Logging log LogName synchronously
+// Logging writes each record to Cloud Logging log LogName (or the one
+// WithLogName names) synchronously
 // (Logger.LogSync: one WriteLogEntries call per record). A function instance
 // may be throttled or stopped as soon as it answers, so buffered entries
 // (Logger.Log) could be lost; records are one per decision — a few per event,
@@ -27,45 +28,68 @@ const WriteTimeout = 10 * time.Second
 type Logging struct {
 	logger   *logging.Logger
 	fallback *Stdout
+	app      string
 	timeout  time.Duration
 }
 
 var _ remediate.Recorder = (*Logging)(nil)
 
-// Option configures NewLogging.
-type Option func(*loggingOptions)
+// Option configures NewLogging and NewStdout.
+type Option func(*options)
 
-type loggingOptions struct {
+type options struct {
 	fallback io.Writer
 	logger   []logging.LoggerOption
+	logName  string
+	app      string
+}
+
+func newOptions(opts []Option) options {
+	o := options{fallback: os.Stdout, logName: LogName, app: AppLabelValue}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // WithFallback sets where records go when Cloud Logging fails (default
 // os.Stdout).
-func WithFallback(w io.Writer) Option { return func(o *loggingOptions) { o.fallback = w } }
+func WithFallback(w io.Writer) Option { return func(o *options) { o.fallback = w } }
 
 // WithLoggerOptions passes options to client.Logger, e.g.
 // logging.CommonResource to skip resource detection (tests do: detection asks
 // the metadata server).
 func WithLoggerOptions(opts ...logging.LoggerOption) Option {
-	return func(o *loggingOptions) { o.logger = append(o.logger, opts...) }
+	return func(o *options) { o.logger = append(o.logger, opts...) }
 }
 
-// NewLogging returns a recorder writing through client to LogName.
+// WithLogName sets the log (its LOG_ID) NewLogging writes to, default
+// LogName: one per deployed instance (AUTOHEAL_RECORD_LOG, which Terraform
+// sets to the instance's name), so two instances in one project keep their
+// records, metrics and alerts apart. name must be a valid LOG_ID (the
+// function's config checks it).
+func WithLogName(name string) Option { return func(o *options) { o.logName = name } }
+
+// WithApp sets the value of the app label every record carries, default
+// AppLabelValue (AUTOHEAL_APP_LABEL, set by Terraform to the instance's
+// name).
+func WithApp(app string) Option { return func(o *options) { o.app = app } }
+
+// NewLogging returns a recorder writing through client to LogName (or the
+// WithLogName log), labelled with AppLabelValue (or WithApp's value).
 func NewLogging(ctx context.Context, client *logging.Client, opts ...Option) *Logging {
-	o := loggingOptions{fallback: os.Stdout}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	return &Logging{
-		logger:   client.Logger(LogName, o.logger...),
-		fallback: NewStdout(o.fallback),
+		logger:   client.Logger(o.logName, o.logger...),
+		fallback: NewStdout(o.fallback, WithApp(o.app)),
+		app:      o.app,
 		timeout:  WriteTimeout,
 	}
 }
 
-// Entry converts r to the Cloud Logging entry Logging writes.
-func Entry(ctx context.Context, r remediate.Record) (logging.Entry, error) {
+// Entry converts r to the Cloud Logging entry Logging writes, labelled
+// app=app.
+func Entry(ctx context.Context, r remediate.Record, app string) (logging.Entry, error) {
 	p, err := Payload(r)
 	if err != nil {
 		return logging.Entry{}, err
@@ -77,7 +101,7 @@ func Entry(ctx context.Context, r remediate.Record) (logging.Entry, error) {
 	return logging.Entry{
 		Timestamp: ts,
 		Severity:  logging.ParseSeverity(Severity(r)),
-		Labels:    Labels(r),
+		Labels:    Labels(r, app),
 		Payload:   p,
 		Trace:     TraceFrom(ctx),
 	}, nil
@@ -86,7 +110,7 @@ func Entry(ctx context.Context, r remediate.Record) (logging.Entry, error) {
 // Record writes r to Cloud Logging, or to the fallback when that fails. It
 // returns an error only when neither took the record.
 func (l *Logging) Record(ctx context.Context, r remediate.Record) error {
-	e, err := Entry(ctx, r)
+	e, err := Entry(ctx, r, l.app)
 	if err == nil {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
 		// rest: logging.entries.write

@@ -4,8 +4,10 @@
 // stdout: a decision is never lost for want of a record.
 package record
 
-// LogName is the one log every decision record is written to. Terraform's
-// log-based metrics and the README's queries use it.
+// LogName is the log decision records are written to by default. A
+// deployed instance writes to its own log (WithLogName: Terraform sets
+// AUTOHEAL_RECORD_LOG to the instance's name, and its log-based metrics and
+// alerts read that log); the default instance's name is this one.
 const LogName = "tpu-autoheal"
 
 // Permissions are the IAM permissions writing records needs.

@@ -15,12 +15,13 @@ import (
 // depend on these names; change them only together.
 //
 // Every decision is one log entry. Written through Cloud Logging it goes to
-// projects/PROJECT/logs/tpu-autoheal (LogName) as a jsonPayload; written to
-// stdout (AUTOHEAL_RECORD_TO=stdout, or when Cloud Logging fails) it is one
-// JSON line that Cloud Run's logging agent turns into an entry of
+// projects/PROJECT/logs/tpu-autoheal (LogName; a deployed instance's own
+// name, WithLogName) as a jsonPayload; written to stdout
+// (AUTOHEAL_RECORD_TO=stdout, or when Cloud Logging fails) it is one JSON
+// line that Cloud Run's logging agent turns into an entry of
 // projects/PROJECT/logs/run.googleapis.com%2Fstdout with the same labels and
-// jsonPayload fields. Filter on labels.app="tpu-autoheal" to find records
-// from either path.
+// jsonPayload fields. Filter on labels.app="tpu-autoheal" (the instance's
+// name, WithApp) to find records from either path.
 //
 // Severity, by action (an Err overrides: ERROR):
 //
@@ -33,7 +34,7 @@ import (
 // Labels (entry labels; "logging.googleapis.com/labels" on stdout), each
 // omitted when empty:
 //
-//	app     always "tpu-autoheal"
+//	app     always: "tpu-autoheal", or the instance's name (WithApp)
 //	node    full resource name projects/P/locations/Z/nodes/N
 //	zone    the node's zone
 //	action  record|recreate|reset|defer|skip|reject
@@ -70,7 +71,9 @@ const (
 	LabelAction = "action"
 	LabelCause  = "cause"
 
-	// AppLabelValue is the value of the app label on every record.
+	// AppLabelValue is the default value of the app label on every record;
+	// a deployed instance labels its records with its own name (WithApp,
+	// AUTOHEAL_APP_LABEL).
 	AppLabelValue = "tpu-autoheal"
 )
 
@@ -89,9 +92,10 @@ func Severity(r remediate.Record) string {
 	}
 }
 
-// Labels are the entry labels of a record.
-func Labels(r remediate.Record) map[string]string {
-	l := map[string]string{LabelApp: AppLabelValue}
+// Labels are the entry labels of a record written by the instance whose app
+// label is app.
+func Labels(r remediate.Record, app string) map[string]string {
+	l := map[string]string{LabelApp: app}
 	for k, v := range map[string]string{
 		LabelNode:   r.Node,
 		LabelZone:   r.Zone,
@@ -231,11 +235,16 @@ func TraceFrom(ctx context.Context) string {
 type Stdout struct {
 	mu  sync.Mutex
 	w   io.Writer
+	app string
 	now func() time.Time
 }
 
-// NewStdout returns a Stdout recorder writing to w (os.Stdout in the function).
-func NewStdout(w io.Writer) *Stdout { return &Stdout{w: w, now: time.Now} }
+// NewStdout returns a Stdout recorder writing to w (os.Stdout in the
+// function), labelled with AppLabelValue or WithApp's value (the other
+// options do not apply to it).
+func NewStdout(w io.Writer, opts ...Option) *Stdout {
+	return &Stdout{w: w, app: newOptions(opts).app, now: time.Now}
+}
 
 var _ remediate.Recorder = (*Stdout)(nil)
 
@@ -245,7 +254,7 @@ func (s *Stdout) Record(ctx context.Context, r remediate.Record) error {
 }
 
 func (s *Stdout) write(ctx context.Context, r remediate.Record, recordErr string) error {
-	line, err := StdoutLine(r, TraceFrom(ctx), recordErr, s.now)
+	line, err := StdoutLine(r, s.app, TraceFrom(ctx), recordErr, s.now)
 	if err != nil {
 		return err
 	}
@@ -266,8 +275,8 @@ const (
 )
 
 // StdoutLine renders r as one structured-logging JSON line (with the final
-// newline). now is used when r.Time is zero.
-func StdoutLine(r remediate.Record, trace, recordErr string, now func() time.Time) ([]byte, error) {
+// newline), labelled app=app. now is used when r.Time is zero.
+func StdoutLine(r remediate.Record, app, trace, recordErr string, now func() time.Time) ([]byte, error) {
 	m, err := Payload(r)
 	if err != nil {
 		return nil, err
@@ -278,7 +287,7 @@ func StdoutLine(r remediate.Record, trace, recordErr string, now func() time.Tim
 	}
 	m[keySeverity] = Severity(r)
 	m[keyTimestamp] = ts.UTC().Format(time.RFC3339Nano)
-	m[keyLabels] = Labels(r)
+	m[keyLabels] = Labels(r, app)
 	if trace != "" {
 		m[keyTrace] = trace
 	}

@@ -98,7 +98,7 @@ var testResource = &monitoredres.MonitoredResource{
 	Labels: map[string]string{"project_id": project, "service_name": "tpu-autoheal"},
 }
 
-func newLogging(t *testing.T, fake *loggingfake.Server, fallback *bytes.Buffer) *record.Logging {
+func newLogging(t *testing.T, fake *loggingfake.Server, fallback *bytes.Buffer, opts ...record.Option) *record.Logging {
 	t.Helper()
 	ctx := context.Background()
 	client, err := logging.NewClient(ctx, "projects/"+project, fake.ClientOptions()...)
@@ -107,9 +107,10 @@ func newLogging(t *testing.T, fake *loggingfake.Server, fallback *bytes.Buffer) 
 	}
 	client.OnError = func(error) {}
 	t.Cleanup(func() { client.Close() })
-	return record.NewLogging(ctx, client,
+	return record.NewLogging(ctx, client, append([]record.Option{
 		record.WithFallback(fallback),
-		record.WithLoggerOptions(logging.CommonResource(testResource)))
+		record.WithLoggerOptions(logging.CommonResource(testResource)),
+	}, opts...)...)
 }
 
 func startFake(t *testing.T) *loggingfake.Server {
@@ -274,5 +275,49 @@ func TestStdoutConcurrentRecordsStayWholeLines(t *testing.T) {
 		if !json.Valid([]byte(l)) {
 			t.Fatalf("line %d is not valid JSON: %q", i, l)
 		}
+	}
+}
+
+// TestInstanceNamesKeepTwoInstancesApart: a deployed instance writes its
+// records to its own log and labels them (and their stdout fallback) with
+// its own app label, so two instances in one project never share a record,
+// a metric or an alert.
+func TestInstanceNamesKeepTwoInstancesApart(t *testing.T) {
+	fake := startFake(t)
+	ctx := context.Background()
+	var fallback bytes.Buffer
+	second := newLogging(t, fake, &fallback, record.WithLogName("autoheal-b"), record.WithApp("autoheal-b"))
+
+	if err := second.Record(ctx, recreateRecord()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.EntriesOf("projects/acme-ml/logs/" + record.LogName)); n != 0 {
+		t.Errorf("the default log got %d entries from the instance named autoheal-b", n)
+	}
+	got := fake.EntriesOf("projects/acme-ml/logs/autoheal-b")
+	if len(got) != 1 || got[0].GetLabels()["app"] != "autoheal-b" {
+		t.Fatalf("entries of projects/acme-ml/logs/autoheal-b = %v, want one labelled app=autoheal-b", got)
+	}
+
+	fake.FailWrites(codes.PermissionDenied, 0)
+	if err := second.Record(ctx, recreateRecord()); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Labels map[string]string `json:"logging.googleapis.com/labels"`
+	}
+	if err := json.Unmarshal(fallback.Bytes(), &line); err != nil {
+		t.Fatalf("fallback line %q: %v", fallback.String(), err)
+	}
+	if line.Labels["app"] != "autoheal-b" {
+		t.Errorf("fallback line labels = %v, want app=autoheal-b", line.Labels)
+	}
+
+	var out bytes.Buffer
+	if err := record.NewStdout(&out, record.WithApp("autoheal-b")).Record(ctx, recreateRecord()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"app":"autoheal-b"`) || strings.Contains(out.String(), `"app":"tpu-autoheal"`) {
+		t.Errorf("stdout record = %s, want app=autoheal-b only", out.String())
 	}
 }

@@ -5,8 +5,9 @@
 # test (module_test.go) checks that every validation has a run here.
 
 variables {
-  project_id = "host-project"
-  region     = "us-central1"
+  project_id           = "host-project"
+  region               = "us-central1"
+  tpu_service_accounts = ["trainer@train-a.iam.gserviceaccount.com"]
 }
 
 run "project_id" {
@@ -46,6 +47,52 @@ run "name" {
 
   variables {
     name = "X"
+  }
+
+  expect_failures = [var.name]
+}
+
+# 25 characters: its service account tpu-autoheal-builder-xyz1-build would
+# be 31, one over the limit.
+run "name_too_long_for_a_service_account" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    name = "tpu-autoheal-builder-xyz1"
+  }
+
+  expect_failures = [var.name]
+}
+
+# Three characters: the Firestore database named after it needs four.
+run "name_too_short_for_a_database" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    name = "abc"
+  }
+
+  expect_failures = [var.name]
+}
+
+# Topics cannot start with goog, buckets cannot contain google.
+run "name_with_google" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    name = "my-google-heal"
   }
 
   expect_failures = [var.name]
@@ -133,6 +180,63 @@ run "tpu_service_accounts" {
   }
 
   expect_failures = [var.tpu_service_accounts]
+}
+
+# Required, and not empty: recreating a node needs actAs on its account.
+run "tpu_service_accounts_empty" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    tpu_service_accounts = []
+  }
+
+  expect_failures = [var.tpu_service_accounts]
+}
+
+run "operators" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    operators = ["tpu-oncall@example.com"]
+  }
+
+  expect_failures = [var.operators]
+}
+
+run "iam_propagation_wait" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    iam_propagation_wait = "2m"
+  }
+
+  expect_failures = [var.iam_propagation_wait]
+}
+
+run "mac_key_protection_level" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    mac_key_protection_level = "EXTERNAL"
+  }
+
+  expect_failures = [var.mac_key_protection_level]
 }
 
 run "label_selector" {
@@ -658,6 +762,24 @@ run "limits_accepted" {
     startup_script            = "gs://abc/x"
     max_delivery_attempts     = 100
     sweep_alert_after_seconds = 120
+    name                      = "tpu-autoheal-builder-xyz"
+    iam_propagation_wait      = "900s"
+    mac_key_protection_level  = "HSM"
+    operators                 = ["group:tpu-oncall@example.com", "user:alice@example.com", "serviceAccount:ops@acme-ops.iam.gserviceaccount.com"]
+    firestore_database        = "abcd"
+  }
+}
+
+# The shortest name: its database has the four characters Firestore needs.
+run "name_shortest_accepted" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    name = "abcd"
   }
 }
 

@@ -23,7 +23,12 @@ variable "dry_run" {
 
 variable "tpu_service_accounts" {
   type        = list(string)
-  description = "Service accounts the TPU nodes run as."
+  description = "Service accounts the TPU nodes run as (required): gcloud compute tpus tpu-vm describe NODE --zone ZONE --format='value(serviceAccount.email)' prints a node's."
+}
+
+variable "operators" {
+  type        = list(string)
+  description = "Principals who pause and resume tpu-autoheal, e.g. [\"group:tpu-oncall@example.com\"]."
   default     = []
 }
 

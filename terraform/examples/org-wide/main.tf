@@ -25,6 +25,7 @@ module "tpu_autoheal" {
   org_id     = var.org_id
 
   tpu_service_accounts  = var.tpu_service_accounts
+  operators             = var.operators
   notification_channels = var.notification_channels
   startup_script        = var.startup_script
 }
