@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -291,5 +292,31 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("variables (-want +got):\n%s", diff)
+	}
+}
+
+// TestConfigurationPageListsEveryVariable keeps docs/configuration.md, the
+// operator's page, in step with the variables the function reads: a new
+// variable without a row there, or a row for one that no longer exists, fails.
+func TestConfigurationPageListsEveryVariable(t *testing.T) {
+	page, err := os.ReadFile("../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars, err := function.Variables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := map[string]bool{}
+	for _, v := range vars {
+		read[v.Name] = true
+		if !strings.Contains(string(page), "`"+v.Name+"`") {
+			t.Errorf("docs/configuration.md has no row for %s", v.Name)
+		}
+	}
+	for _, name := range regexp.MustCompile("`(AUTOHEAL_[A-Z_]+)`").FindAllStringSubmatch(string(page), -1) {
+		if !read[name[1]] {
+			t.Errorf("docs/configuration.md documents %s, which the function does not read", name[1])
+		}
 	}
 }
