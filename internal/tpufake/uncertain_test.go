@@ -13,6 +13,7 @@ import (
 	"google.golang.org/api/googleapi"
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
 
@@ -495,5 +496,39 @@ func TestDrawReplaysASeedExactly(t *testing.T) {
 			_, _ = svc.Projects.Locations.Nodes.Get(n).Do()
 		}
 		_, _ = svc.Projects.Locations.Nodes.List(zone).Do()
+	}
+}
+
+// TestAuditEntriesReadAsAdminActivity: what the fake writes is what
+// internal/events accepts from the log sink, principal and operation and all.
+func TestAuditEntriesReadAsAdminActivity(t *testing.T) {
+	s, svc, _ := startAt(t)
+	if _, err := s.Act(tpufake.Act{Kind: tpufake.ActRecreate, Target: llm, Principal: "bob@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	op, err := svc.Projects.Locations.Nodes.Delete(llm).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	getOp(t, svc, op.Name)
+	if _, err := s.Act(tpufake.Act{Kind: tpufake.ActDeleteQueuedResource, Target: spotQR}); err == nil {
+		t.Fatal("fixture fleet has no queued resources; ActDeleteQueuedResource should fail")
+	}
+	log := s.AuditLog()
+	if len(log) != 6 {
+		t.Fatalf("%d entries, want 6 (the person's delete and create, our delete, two each)", len(log))
+	}
+	for _, e := range log {
+		ev, err := events.Parse(e.JSON, events.Options{AllowedProjects: []string{"acme-ml"}})
+		if err != nil {
+			t.Fatalf("events.Parse(%s): %v", e.JSON, err)
+		}
+		if ev.Kind != events.KindAdminActivity || ev.Admin == nil || ev.Node.Name() != llm || ev.Principal != e.Principal ||
+			ev.Admin.OperationID != e.Operation || ev.Admin.First != e.First || ev.Admin.Last != e.Last || !ev.Time.Equal(e.Time) {
+			t.Errorf("entry %+v read as %+v (admin %+v)", e, ev, ev.Admin)
+		}
+	}
+	if log[4].Operation != op.Name || log[4].Principal != tpufake.DefaultCaller("acme-ml") || log[0].Principal != "bob@example.com" {
+		t.Errorf("entries' operation/principals: %+v", log)
 	}
 }
