@@ -79,15 +79,13 @@ func (s *Server) deferAt(at time.Time, run func()) {
 }
 
 // runDue runs the deferred effects whose time has come, oldest first (then
-// in the order they were queued), each outside the lock. An effect may
-// queue another; one that is already due runs in the same call.
+// in the order they were queued), each outside the lock, after the timed
+// operations that finished before it: a late delete lands on the fleet as
+// it was at its time. An effect may queue another; one that is already due
+// runs in the same call.
 func (s *Server) runDue() {
 	for {
 		s.mu.Lock()
-		if len(s.pend) == 0 {
-			s.mu.Unlock()
-			return
-		}
 		now := s.now()
 		best := -1
 		for i, p := range s.pend {
@@ -104,6 +102,7 @@ func (s *Server) runDue() {
 		}
 		p := s.pend[best]
 		s.pend = slices.Delete(s.pend, best, best+1)
+		s.tickUntil(p.at)
 		s.mu.Unlock()
 		p.run()
 	}

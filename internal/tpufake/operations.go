@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ type operation struct {
 	finishing    bool              // a poller is completing it (waiting on a rule's Delay)
 	doneAt       time.Time         // WithOperationDelay: when it finishes by itself
 	prevState    string            // nodes.delete: the node's state before DELETING
+	nodeID       int64             // nodes.delete: the id of the node it deletes
+	seq          int               // the order operations were started in
 	person       string            // a person's operation (people.go): who; fail rules never apply
 	prevMetadata map[string]string // nodes.patch: the metadata before
 	audited      bool              // its first admin-activity entry was written (audit.go)
@@ -37,6 +40,7 @@ func (s *Server) newOperation(rpc, verb, target string) *operation {
 		rpc:     rpc,
 		target:  target,
 		verb:    verb,
+		seq:     s.opSeq,
 		started: s.now(),
 		op: &tpu.Operation{
 			Name: fmt.Sprintf("projects/%s/locations/%s/operations/operation-%d", project, location, s.opSeq),
@@ -56,17 +60,33 @@ func (s *Server) newOperation(rpc, verb, target string) *operation {
 // only at the timed operations still running (s.timed), not every operation
 // the server ever started: a long replay would otherwise pay for all its
 // past recreates on every request.
-func (s *Server) tick() {
+func (s *Server) tick() { s.tickUntil(s.now()) }
+
+// tickUntil finishes the timed operations done by t, in the order of their
+// done-at times (then of their start), so that a schedule replays the same
+// whatever the map's order. Called with s.mu held.
+func (s *Server) tickUntil(t time.Time) {
 	if len(s.timed) == 0 {
 		return
 	}
-	now := s.now()
+	var due []*operation
 	for op := range s.timed {
 		if op.op.Done {
 			delete(s.timed, op)
 			continue
 		}
-		if !now.Before(op.doneAt) {
+		if !t.Before(op.doneAt) {
+			due = append(due, op)
+		}
+	}
+	slices.SortFunc(due, func(a, b *operation) int {
+		if c := a.doneAt.Compare(b.doneAt); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	})
+	for _, op := range due {
+		if !op.op.Done {
 			s.finish(op, s.matchOp(op))
 		}
 	}
@@ -217,7 +237,8 @@ func (s *Server) land(op *operation) bool {
 		}
 		s.readyNode(op.target)
 	case "nodes.delete":
-		if n, ok := s.nodes[op.target]; ok && (n.State == "DELETING" || !op.op.Done) {
+		// The node it was started on, not one created since under its name.
+		if n, ok := s.nodes[op.target]; ok && n.Id == op.nodeID {
 			s.removeNode(op.target)
 		}
 	case "queuedResources.reset":
@@ -271,7 +292,7 @@ func (s *Server) rollBack(op *operation, status *tpu.Status) {
 			s.removeNode(op.target)
 		}
 	case "nodes.delete":
-		if n, ok := s.nodes[op.target]; ok && n.State == "DELETING" {
+		if n, ok := s.nodes[op.target]; ok && n.State == "DELETING" && n.Id == op.nodeID {
 			s.touch(op.target)
 			n.State = op.prevState
 		}

@@ -209,7 +209,7 @@ func (s *Server) act(a Act) error {
 // s.mu held.
 func (s *Server) personDelete(a Act, who string, n *tpu.Node, d time.Duration) {
 	op := s.personOp("nodes.delete", "delete", a, who)
-	op.prevState = n.State
+	op.prevState, op.nodeID = n.State, n.Id
 	s.touch(a.Target)
 	n.State = "DELETING"
 	s.launchPerson(op, d)

@@ -878,7 +878,7 @@ func (s *Server) deleteNode(name string) (*tpu.Operation, *apiError) {
 		return nil, notFound(name)
 	}
 	op := s.newOperation("nodes.delete", "delete", name)
-	op.prevState = n.State
+	op.prevState, op.nodeID = n.State, n.Id
 	s.touch(name)
 	n.State = "DELETING"
 	return s.launch(op), nil

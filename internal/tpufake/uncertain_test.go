@@ -532,3 +532,51 @@ func TestAuditEntriesReadAsAdminActivity(t *testing.T) {
 		t.Errorf("entries' operation/principals: %+v", log)
 	}
 }
+
+// TestDeleteSparesTheNodeCreatedSince: a delete's operation deletes the
+// node it was started on, not one put under the same name since.
+func TestDeleteSparesTheNodeCreatedSince(t *testing.T) {
+	s, svc, c := startAt(t, tpufake.WithOperationDelay("delete", 20*time.Second))
+	if _, err := svc.Projects.Locations.Nodes.Delete(llm).Do(); err != nil {
+		t.Fatal(err)
+	}
+	c.add(10 * time.Second)
+	n := readFleet(t, fleetFile).Nodes[0]
+	n.Id, n.State = 99, "READY"
+	s.SetNode(n)
+	c.add(time.Minute)
+	if got := getNode(t, svc, llm); got.Id != 99 || got.State != "READY" {
+		t.Errorf("node %d %s, want the one put there since (99, READY)", got.Id, got.State)
+	}
+}
+
+// TestLateEffectLandsAfterTheOperationsBeforeIt: a late delete that lands
+// after the caller's second delete finished finds no node, whatever order
+// the server looks at them in.
+func TestLateEffectLandsAfterTheOperationsBeforeIt(t *testing.T) {
+	for range 20 { // map order varies from run to run
+		s, svc, c := startAt(t, tpufake.WithOperationDelay("delete", 20*time.Second))
+		s.Fail(tpufake.FailRule{RPC: "nodes.delete", Name: llm, Times: 1, Code: 503, Effect: tpufake.EffectLater, EffectDelay: 40 * time.Second})
+		if _, err := svc.Projects.Locations.Nodes.Delete(llm).Do(); err == nil {
+			t.Fatal("first delete answered, want its 503")
+		}
+		if _, err := svc.Projects.Locations.Nodes.Delete(llm).Do(); err != nil { // the caller tries again
+			t.Fatal(err)
+		}
+		c.add(time.Minute)
+		if st := stateOf(t, svc, llm); st != "NOT_FOUND" {
+			t.Fatalf("a minute later: %s, want NOT_FOUND", st)
+		}
+		// The second delete ended at 20 s; the first landed at 40 s on no
+		// node, so it started no operation of its own.
+		starts := 0
+		for _, e := range s.AuditLog() {
+			if e.First && e.Method == "google.cloud.tpu.v2.Tpu.DeleteNode" {
+				starts++
+			}
+		}
+		if starts != 1 {
+			t.Fatalf("%d delete operations started, want 1: the late delete landed before the operation that ended before it", starts)
+		}
+	}
+}
