@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	cloud.google.com/go/firestore v1.29.2
+	cloud.google.com/go/kms v1.37.0
 	cloud.google.com/go/logging v1.21.1
 	cloud.google.com/go/pubsub/v2 v2.9.0
 	github.com/GoogleCloudPlatform/functions-framework-go v1.9.2
@@ -20,6 +21,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+
 require (
 	cloud.google.com/go v0.123.0 // indirect
 	cloud.google.com/go/auth v0.24.1-0.20261001053825-dbc26066f70a // indirect
@@ -27,7 +30,7 @@ require (
 	cloud.google.com/go/compute/metadata v0.10.0 // indirect
 	cloud.google.com/go/functions v1.19.3 // indirect
 	cloud.google.com/go/iam v1.14.0 // indirect
-	cloud.google.com/go/longrunning v1.3.0
+	cloud.google.com/go/longrunning v1.5.0
 	cloud.google.com/go/tpu v1.16.1
 	github.com/agext/levenshtein v1.2.1 // indirect
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect

@@ -17,11 +17,16 @@ import (
 // limit, so this bound is only a backstop.
 const maxContinueRounds = 200
 
-// replayClock is replay's clock moved forward by the continuations: the
-// recoveries started by the entries are finished on it, as the deployed
-// function's sweeps finish them every minute.
+// replayClock is replay's (and sweep's) clock moved forward by the
+// continuations: the recoveries started by the entries are finished on it,
+// as the deployed function's sweeps finish them every minute. On the
+// simulated fleet it jumps to each next look at once; with realWait (real
+// TPU API, --apply) it waits for it, since the operations take real time.
 type replayClock struct {
-	base   func() time.Time
+	base     func() time.Time
+	realWait bool
+	stderr   io.Writer
+
 	mu     sync.Mutex
 	offset time.Duration
 }
@@ -41,15 +46,46 @@ func (c *replayClock) advanceTo(t time.Time) {
 	}
 }
 
-// continueRecoveries finishes the recoveries the replayed entries started
-// (Handler.Drain on the replay clock) and says on stderr what is left.
-func continueRecoveries(ctx context.Context, h *remediate.Handler, clk *replayClock, stderr io.Writer) error {
-	left, err := h.Drain(ctx, clk.advanceTo, maxContinueRounds)
-	if err != nil {
+// advance returns the function Handler.Drain calls to move to the next
+// look: at once, or, with realWait, after waiting that long for real
+// (cut short when ctx ends, after which Drain's next step sees ctx's error).
+func (c *replayClock) advance(ctx context.Context) func(time.Time) {
+	if !c.realWait {
+		return c.advanceTo
+	}
+	return func(t time.Time) {
+		d := t.Sub(c.now())
+		if d <= 0 {
+			return
+		}
+		if c.stderr != nil {
+			fmt.Fprintf(c.stderr, "autoheal: waiting %s for the next look at an unfinished recovery (interrupt to stop: the recovery stays where it is)\n", shortDuration(d.Round(time.Second)))
+		}
+		if waitFor(ctx, d) {
+			c.advanceTo(t) // a frozen base (--clock event) moves by the wait too
+		}
+	}
+}
+
+// continueRecoveries finishes the recoveries the run started
+// (Handler.Drain on the run's clock). What is left unfinished after
+// maxContinueRounds is the caller's to report (its outcome is unfinished).
+func continueRecoveries(ctx context.Context, h *remediate.Handler, clk *replayClock) error {
+	if _, err := h.Drain(ctx, clk.advance(ctx), maxContinueRounds); err != nil {
 		return fmt.Errorf("continue recoveries: %w", err)
 	}
-	if left > 0 {
-		fmt.Fprintf(stderr, "replay: %d recoveries still unfinished after %d continuation rounds\n", left, maxContinueRounds)
-	}
 	return nil
+}
+
+// waitFor waits d, or until ctx ends; it reports whether d passed. Tests
+// replace it, so that no test waits for real.
+var waitFor = func(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
 }

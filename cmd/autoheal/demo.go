@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,16 +18,27 @@ import (
 	"github.com/tpu-autoheal/autoheal/startup"
 )
 
-const demoHelp = `Usage: autoheal demo [--format text|json] [--clock wall|event] [--fleet-out FILE]
+const demoHelp = `Usage: autoheal demo [--format text|json] [--clock event|wall] [--fleet-out FILE]
 
-Replays a bundled maintenance incident (testdata/replay/incident.jsonl)
-against a simulated TPU control plane seeded with a bundled fleet
-(testdata/fleet.json), through exactly the code the Cloud Function runs, and
-prints every decision and then the fleet as it is after the run. Needs no
-credentials and no network. It is the same as
+Replays a bundled maintenance incident (a copy of
+testdata/replay/incident.jsonl) against a simulated TPU control plane seeded
+with a bundled fleet (a copy of testdata/fleet.json), through exactly the
+code the Cloud Function runs, and prints every decision, how each recovery
+ended, and the fleet as it is after the run; then a second simulated fleet
+where a maintenance notice becomes prepare and maintain; then the report of
+what the incident cost. Needs no credentials and no network.
 
-  autoheal replay --fleet testdata/fleet.json testdata/replay/incident.jsonl
+It decides each entry at its own timestamp (--clock event) and the
+simulated deletes take 1 minute and creates 3, as real ones take minutes.
+Its decisions are those of
 
+  autoheal replay --clock event --fleet testdata/fleet.json testdata/replay/incident.jsonl
+
+whose simulated operations finish at the first look instead, so that
+replay's recoveries end sooner than the demo's.
+
+` + columnLegend + `
+` + exitCodesHelp + `
 Flags:
 `
 
@@ -55,15 +67,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "Replaying %d bundled TPU audit log entries against a simulated fleet of %d nodes.\n\n",
 			bytes.Count(demo.Incident, []byte("\n")), countNodes(demo.Fleet))
 	}
-	err := replay(ctx, append(replayArgs, "-"), bytes.NewReader(demo.Incident), stdout, stderr, func(t *targetFlags) {
-		t.embedded = demo.Fleet
-		t.after = func(f tpufake.Fleet) { after = f }
-		if *clock == "event" {
-			t.opDelays = map[string]time.Duration{"delete": time.Minute, "create": 3 * time.Minute, "reset": 3 * time.Minute}
-		}
+	err := replay(ctx, append(replayArgs, "-"), bytes.NewReader(demo.Incident), stdout, stderr, replayHooks{
+		stdinName: "incident.jsonl",
+		setup: func(t *targetFlags) {
+			t.embedded = demo.Fleet
+			t.after = func(f tpufake.Fleet) { after = f }
+			if *clock == "event" {
+				t.opDelays = map[string]time.Duration{"delete": time.Minute, "create": 3 * time.Minute, "reset": 3 * time.Minute}
+			}
+		},
 	})
-	if err != nil || *format != "text" {
-		return err
+	var st *exitStatus
+	if err != nil && !errors.As(err, &st) || *format != "text" {
+		return err // a failure to run; or JSON, which is replay's alone
 	}
 	fmt.Fprintln(stdout, "\nFleet after the run:")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -76,7 +92,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case s != "":
 			script = fmt.Sprintf("the node's own (%d lines)", strings.Count(s, "\n")+1)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, dash(n.State), dash(n.Health), dash(n.Labels[remediate.GenerationLabel]), script)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shortNode(n.Name), dash(n.State), dash(n.Health), dash(n.Labels[remediate.GenerationLabel]), script)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -84,7 +100,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := demoMaintenance(ctx, stdout); err != nil {
 		return err
 	}
-	return writeDemoReport(ctx, records, *clock, stdout, stderr)
+	if rerr := writeDemoReport(ctx, records, *clock, stdout, stderr); rerr != nil {
+		return rerr
+	}
+	return err // the replay's outcome (exit 5 when a recovery needs a person)
 }
 
 func countNodes(fleet []byte) int {

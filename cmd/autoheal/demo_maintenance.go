@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/cmd/autoheal/demo"
+	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
 
-// demoMaintenance is the demo's second part (#10): against a second
+// demoMaintenance is the demo's second part: against a second
 // simulated fleet, a sweep turns a node's upcoming maintenance notice into
 // prepare; the simulated guest reports its checkpoint on every worker; the
 // next sweep starts the maintenance early (maintain). The same Handler,
@@ -45,18 +46,24 @@ func demoMaintenance(ctx context.Context, stdout io.Writer) error {
 	opts := remediate.SweepOptions{Projects: []string{"acme-ml"}, Zones: []string{"us-east5-a"}}
 
 	fmt.Fprintln(stdout, "\nBefore maintenance: a node with an upcoming maintenance notice (a second simulated fleet).")
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tSTEP\tNODE\tACTION\tREASON")
-	show := func(step string, rs []remediate.Record) {
+	out := newPrinter("text", stdout, "")
+	show := func(rs []remediate.Record) error {
 		for _, r := range rs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Time.Format("15:04"), step, r.Node, r.Action, r.Reason)
+			l := lineOf(r, events.Event{Time: r.Time})
+			l.Cause = "maintenance"
+			if err := out.print(l); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
 	res, err := h.Sweep(ctx, opts)
 	if err != nil {
 		return err
 	}
-	show("sweep", res.Records)
+	if err := show(res.Records); err != nil {
+		return err
+	}
 
 	// The simulated guest: each worker sees the notice, checkpoints, reports.
 	now = now.Add(4 * time.Minute)
@@ -69,18 +76,20 @@ func demoMaintenance(ctx context.Context, stdout io.Writer) error {
 		for w := range remediate.Workers(n) {
 			srv.SetGuestAttribute(n.Name, tpufake.GuestAttribute{Worker: fmt.Sprint(w), Namespace: remediate.CheckpointNamespace, Key: remediate.CheckpointKey, Value: string(report)})
 		}
-		fmt.Fprintf(tw, "%s\tguest\t%s\t-\tevery worker (%d) wrote a checkpoint and reported autoheal/checkpoint\n", now.Format("15:04"), n.Name, remediate.Workers(n))
+		for _, ln := range wrap(fmt.Sprintf("guest at %s: every worker (%d) of %s wrote a checkpoint and reported autoheal/checkpoint",
+			now.Format(time.RFC3339), remediate.Workers(n), shortNode(n.Name)), textWidth-4) {
+			fmt.Fprintf(stdout, "    %s\n", ln)
+		}
 	}
 	now = now.Add(time.Minute)
 	if res, err = h.Sweep(ctx, opts); err != nil {
 		return err
 	}
-	show("sweep", res.Records)
-	if err := tw.Flush(); err != nil {
+	if err := show(res.Records); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "\nMaintenance fleet after the run:")
-	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATE\tHEALTH\tUPCOMING MAINTENANCE\tNOTICE SENT")
 	for _, n := range srv.Fleet().Nodes {
 		um, sent := "-", "-"
@@ -90,7 +99,7 @@ func demoMaintenance(ctx context.Context, stdout io.Writer) error {
 		if s := remediate.SentNotice(n); s != nil {
 			sent = s.SentAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, dash(n.State), dash(n.Health), um, sent)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shortNode(n.Name), dash(n.State), dash(n.Health), um, sent)
 	}
 	return tw.Flush()
 }

@@ -11,9 +11,9 @@ func TestDemoShowsANoticeBecomingPrepareThenMaintain(t *testing.T) {
 		t.Fatalf("demo: %v\nstderr: %s", r.err, r.stderr)
 	}
 	for _, re := range []string{
-		`(?s)sweep +projects/acme-ml/locations/us-east5-a/nodes/llm-v5p-32 +prepare .*guest .*sweep +projects/acme-ml/locations/us-east5-a/nodes/llm-v5p-32 +maintain `,
-		`(?m)^projects/acme-ml/locations/us-east5-a/nodes/llm-v5p-32 +READY +HEALTHY +- +2026-11-20T09:00:00Z$`,
-		`(?m)^projects/acme-ml/locations/us-east5-a/nodes/eval-v5p-8 +READY +HEALTHY +PENDING SCHEDULED +-$`,
+		`(?s)\n2026-11-20T09:00:00Z +us-east5-a/llm-v5p-32 +- +maintenance +prepare +notice sent to the guest.*\n +guest at 2026-11-20T09:04:00Z: .*\n2026-11-20T09:05:00Z +us-east5-a/llm-v5p-32 +- +maintenance +maintain +maintenance started now`,
+		`(?m)^us-east5-a/llm-v5p-32 +READY +HEALTHY +- +2026-11-20T09:00:00Z$`,
+		`(?m)^us-east5-a/eval-v5p-8 +READY +HEALTHY +PENDING SCHEDULED +-$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(r.stdout) {
 			t.Errorf("demo output does not match %s:\n%s", re, r.stdout)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -243,14 +244,29 @@ func TestReadOnlyAgainstAnEndpoint(t *testing.T) {
 				t.Errorf("%s summary does not say it was read-only:\n%s", name, r.stdout)
 			}
 
-			// The same through AUTOHEAL_TPU_ENDPOINT, with --apply: it acts.
+			// The same through AUTOHEAL_TPU_ENDPOINT, with --apply: it acts,
+			// and finishes what it started (waiting for each next look as
+			// for a real API; here the wait is skipped, the clock moved).
 			t.Setenv("AUTOHEAL_TPU_ENDPOINT", srv.URL())
+			waits := skipWaits(t)
 			r = runCLI(t, nil, append([]string{args[0], "--apply"}, args[1:]...)...)
 			if r.err != nil {
 				t.Fatalf("%s --apply: %v\n%s", name, r.err, r.stderr)
 			}
-			if m := mutations(srv); !slices.ContainsFunc(m, func(s string) bool { return strings.HasPrefix(s, "nodes.delete") }) {
-				t.Errorf("%s --apply did not delete anything: %q", name, m)
+			m := mutations(srv)
+			for _, verb := range []string{"nodes.delete", "nodes.create"} {
+				if !slices.ContainsFunc(m, func(s string) bool { return strings.HasPrefix(s, verb) }) {
+					t.Errorf("%s --apply made no %s: %q", name, verb, m)
+				}
+			}
+			// sweep decides at the wall clock, so its first next look is
+			// ahead and waited for; replay --clock event is already past
+			// its entries' next looks when it finishes their recoveries.
+			if name == "sweep" && *waits == 0 {
+				t.Errorf("%s --apply did not wait for a next look against a real-API endpoint", name)
+			}
+			if !strings.Contains(r.stdout, "us-central2-b/llm-v4-128      recreate  recovered") {
+				t.Errorf("%s --apply does not end with the recovery recovered:\n%s", name, r.stdout)
 			}
 			if strings.Contains(r.stdout, "read-only") {
 				t.Errorf("%s --apply says read-only:\n%s", name, r.stdout)
@@ -318,7 +334,7 @@ func TestTextRowsStreamAndFit(t *testing.T) {
 	if !strings.Contains(out.String(), "us-central2-b/nnn") {
 		t.Fatalf("nothing written after the first row (buffered until the end?): %q", out.String())
 	}
-	if err := p.finish(); err != nil {
+	if err := p.finish(p.tally.summary("entries")); err != nil {
 		t.Fatal(err)
 	}
 	for _, ln := range strings.Split(out.String(), "\n") {
@@ -335,7 +351,7 @@ func TestTextRowsStreamAndFit(t *testing.T) {
 }
 
 func TestSweepPrintsEveryNodeAndCountsNodes(t *testing.T) {
-	r := runCLI(t, nil, "sweep", "--fleet", fleetFile, "--projects", "acme-ml", "--zones", "europe-west4-a,nowhere-1a")
+	r := runCLI(t, nil, "sweep", "--fleet", fleetFile, "--projects", "acme-ml", "--zones", "europe-west4-a")
 	if r.err != nil {
 		t.Fatalf("sweep: %v\n%s", r.err, r.stderr)
 	}
@@ -345,8 +361,35 @@ func TestSweepPrintsEveryNodeAndCountsNodes(t *testing.T) {
 	if !strings.Contains(r.stdout, "\nnodes swept: 1\n") {
 		t.Errorf("summary does not count one node:\n%s", r.stdout)
 	}
-	if !strings.Contains(r.stdout, "acme-ml/europe-west4-a 1 node, acme-ml/nowhere-1a no nodes") {
-		t.Errorf("summary does not name the zone that does not exist:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "locations: acme-ml/europe-west4-a 1 node;") {
+		t.Errorf("summary does not say what the zone held:\n%s", r.stdout)
+	}
+}
+
+// TestSweepRefusesAZoneThatDoesNotExist: a typo in --zones is an error
+// before any work (exit 2), offline when it cannot be a zone id, and
+// against the control plane when it names no zone the fleet has; nothing
+// is listed or changed.
+func TestSweepRefusesAZoneThatDoesNotExist(t *testing.T) {
+	for _, tt := range []struct{ zones, want string }{
+		{"europe-west4-a,us-central2-bb", `sweep --zones "us-central2-bb": not a zone id`},
+		{"europe-west4-a,nowhere-1a", `sweep --zones "nowhere-1a": not a zone id`},
+		{"europe-west4-a,asia-east1-c", "--zones asia-east1-c: no such zone in the fleet file (its zones: europe-west4-a, us-central2-b, us-east5-a, us-west4-a)"},
+	} {
+		out := filepath.Join(t.TempDir(), "fleet-after.json")
+		r := runCLI(t, nil, "sweep", "--fleet", fleetFile, "--fleet-out", out, "--projects", "acme-ml", "--zones", tt.zones)
+		if code := exitCode(r.err, io.Discard); code != exitUsage || !strings.Contains(r.err.Error(), tt.want) {
+			t.Errorf("sweep --zones %s: exit %d, %v; want exit 2 and %q", tt.zones, code, r.err, tt.want)
+		}
+		if r.stdout != "" {
+			t.Errorf("sweep --zones %s printed decisions:\n%s", tt.zones, r.stdout)
+		}
+		if _, err := os.Stat(out); err == nil {
+			b, _ := os.ReadFile(out)
+			if len(b) > 0 {
+				t.Errorf("sweep --zones %s wrote the fleet after a refused run", tt.zones)
+			}
+		}
 	}
 }
 
@@ -522,4 +565,15 @@ func TestNodesOwnStartupScriptIsKept(t *testing.T) {
 			}
 		})
 	}
+}
+
+// skipWaits makes the waits for a real API's next look return at once (the
+// run's clock still moves by them) and counts them.
+func skipWaits(t *testing.T) *int {
+	t.Helper()
+	n := 0
+	old := waitFor
+	waitFor = func(context.Context, time.Duration) bool { n++; return true }
+	t.Cleanup(func() { waitFor = old })
+	return &n
 }

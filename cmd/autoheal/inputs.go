@@ -6,16 +6,20 @@ import (
 	"os"
 )
 
-// namedInput is one input argument opened: a file, or stdin ("-").
+// namedInput is one input argument opened: a file, or a stream: stdin
+// ("-"), a pipe, a process substitution (<(gcloud ...), /dev/fd/N).
 type namedInput struct {
-	name string
-	r    io.Reader
-	file *os.File // nil for stdin
+	name   string
+	r      io.Reader
+	file   *os.File  // a regular file, which can be read again; nil for a stream
+	closer io.Closer // a stream opened here (not stdin), closed after the run
 }
 
 // openArgs opens every FILE argument (- is stdin, at most once) up front,
 // so that an unreadable file or a directory is a usage error before
-// anything is read. On error, what was opened is closed again.
+// anything is read. A FILE that is not a regular file (a named pipe, a
+// process substitution) is read as a stream, like stdin: it cannot be read
+// twice or seeked. On error, what was opened is closed again.
 func openArgs(args []string, stdin io.Reader) ([]namedInput, error) {
 	if len(args) == 0 {
 		return nil, usagef("no input: give FILE... or - for stdin (or --from-logging)")
@@ -25,6 +29,9 @@ func openArgs(args []string, stdin io.Reader) ([]namedInput, error) {
 		for _, in := range out {
 			if in.file != nil {
 				in.file.Close()
+			}
+			if in.closer != nil {
+				in.closer.Close()
 			}
 		}
 		return nil, err
@@ -40,8 +47,8 @@ func openArgs(args []string, stdin io.Reader) ([]namedInput, error) {
 			continue
 		}
 		f, err := os.Open(a)
+		var fi os.FileInfo
 		if err == nil {
-			var fi os.FileInfo
 			if fi, err = f.Stat(); err == nil && fi.IsDir() {
 				err = fmt.Errorf("open %s: is a directory", a)
 			}
@@ -51,6 +58,10 @@ func openArgs(args []string, stdin io.Reader) ([]namedInput, error) {
 				f.Close()
 			}
 			return fail(usagef("input: %v", err))
+		}
+		if !fi.Mode().IsRegular() {
+			out = append(out, namedInput{name: a, r: f, closer: f})
+			continue
 		}
 		out = append(out, namedInput{name: a, r: f, file: f})
 	}

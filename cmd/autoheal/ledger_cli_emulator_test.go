@@ -76,7 +76,7 @@ func TestLedgerCommandsAgainstTheFirestoreEmulator(t *testing.T) {
 	if _, err := store.Claim(ctx, r); !errors.As(err, &open) || !open.Tripped {
 		t.Fatalf("claim past a limit of 1: %v; want a tripped breaker", err)
 	}
-	if out := cmd("status", "--breaker", "1/1h"); !strings.Contains(out, "open breakers: 1\n  zone us-central2-b: 1 starts within 1h0m0s (limit 1)") {
+	if out := cmd("status", "--breaker", "1/1h"); !strings.Contains(out, "open breakers: 1\n  zone us-central2-b: 1 starts within 1h (limit 1)") {
 		t.Errorf("status lacks the open breaker:\n%s", out)
 	}
 	cmd("breaker", "reset", "--zone", "us-central2-b")

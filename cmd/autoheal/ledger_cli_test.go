@@ -203,7 +203,7 @@ func TestStatusListsHoldsBreakersAndUnfinished(t *testing.T) {
 	if diff := cmp.Diff(wantHolds, rep.Holds); diff != "" {
 		t.Errorf("holds (-want +got):\n%s", diff)
 	}
-	wantBreakers := []statusBreaker{{Zone: "europe-west4-a", Started: 2, Limit: 2, Window: "1h0m0s", Until: now.Add(time.Hour)}}
+	wantBreakers := []statusBreaker{{Zone: "europe-west4-a", Started: 2, Limit: 2, Window: "1h", Until: now.Add(time.Hour)}}
 	if diff := cmp.Diff(wantBreakers, rep.OpenBreakers); diff != "" {
 		t.Errorf("open breakers (-want +got):\n%s", diff)
 	}

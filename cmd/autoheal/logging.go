@@ -128,7 +128,7 @@ func (l *loggingFlags) open(ctx context.Context, opts events.Options, stderr io.
 	}
 	ls, err := logsource.New(ctx, loggingClientOptions...)
 	if err != nil {
-		return nil, fmt.Errorf("--from-logging (Application Default Credentials): %w", err)
+		return nil, setupf("--from-logging: Cloud Logging client (Application Default Credentials): %v", err)
 	}
 	p := &progress{w: stderr}
 	fmt.Fprintf(stderr, "reading project %s from %s to %s\n", l.project, since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))

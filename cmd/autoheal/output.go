@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -15,14 +16,24 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
-// actionError is printed in place of one of the six actions for an entry
-// that could not be processed (a transient failure that outlasted the
-// handler's retries); the command then exits non-zero.
+// actionError is printed in place of one of the actions for an entry that
+// could not be processed (a transient failure that outlasted the handler's
+// retries); the command then exits non-zero.
 const actionError = "error"
 
-// line is one entry's outcome, as --format json prints it. Every key is
-// always present: "" (or [] or 0) when unknown.
+// JSON output kinds: every object replay, sweep and demo print with
+// --format json says which it is, so jq can pick (select(.kind=="outcome")).
+// docs/schema/ has a JSON schema for each.
+const (
+	kindDecision = "decision" // one per entry (replay) or swept node (sweep), as decided
+	kindOutcome  = "outcome"  // one per recovery the run started, as it ended
+	kindSummary  = "summary"  // the last object: what the run counted, and its exit code
+)
+
+// line is one decision, as --format json prints it. Every key is always
+// present: "" (or [] or 0) when unknown.
 type line struct {
+	Kind     string   `json:"kind"`
 	InsertID string   `json:"insertId"`
 	Time     string   `json:"time"`
 	Node     string   `json:"node"`
@@ -31,6 +42,7 @@ type line struct {
 	Cause    string   `json:"cause"`
 	Action   string   `json:"action"`
 	Reason   string   `json:"reason"`
+	Error    string   `json:"error"`
 	Warnings []string `json:"warnings"`
 	DryRun   bool     `json:"dryRun"`
 	// At is where the entry was read: FILE:LINE, or stdin:byte N.
@@ -40,13 +52,15 @@ type line struct {
 	DurationSeconds float64 `json:"durationSeconds"`
 
 	rejectCode string // reject reason code, for the text summary
-	uncounted  bool   // not a node (sweep: a location that could not be listed)
+	uncounted  bool   // not an entry or node (sweep: a location that could not be listed; a zone hint's node)
+	zone       string // the node's zone, for breaker trips
 }
 
 // lineOf builds the output line from the handler's record, falling back to
 // the parsed event for anything the record left empty.
 func lineOf(rec remediate.Record, ev events.Event) line {
 	l := line{
+		Kind:     kindDecision,
 		InsertID: first(rec.InsertID, ev.InsertID),
 		Node:     first(rec.Node, ev.Node.Name()),
 		Worker:   first(rec.Worker, ev.Worker),
@@ -54,8 +68,10 @@ func lineOf(rec remediate.Record, ev events.Event) line {
 		Cause:    first(string(rec.Cause), string(ev.Cause)),
 		Action:   string(rec.Action),
 		Reason:   rec.Reason,
+		Error:    rec.Err,
 		Warnings: rec.Warnings,
 		DryRun:   rec.DryRun,
+		zone:     first(rec.Zone, ev.Node.Zone),
 	}
 	if l.Warnings == nil {
 		l.Warnings = []string{}
@@ -68,6 +84,28 @@ func lineOf(rec remediate.Record, ev events.Event) line {
 		l.Time = t.UTC().Format(time.RFC3339Nano)
 	}
 	return l
+}
+
+// tripped reports whether l is the refusal that tripped a zone's storm
+// breaker: a "breaker open" skip carrying an error, the one ERROR record per
+// trip that pages a person.
+func (l line) tripped() bool {
+	return l.Action == string(remediate.ActionSkip) && strings.HasPrefix(l.Reason, "breaker open") && l.Error != ""
+}
+
+// would returns X for a dry-run skip whose reason is "dry run: would X: …":
+// what would have been done.
+func (l line) would() string {
+	rest, ok := strings.CutPrefix(l.Reason, "dry run: would ")
+	if !ok || l.Action != string(remediate.ActionSkip) {
+		return ""
+	}
+	verb, _, _ := strings.Cut(rest, ":")
+	if strings.ContainsAny(verb, " ;") {
+		verb, _, _ = strings.Cut(verb, " ")
+		verb = strings.TrimRight(verb, ";")
+	}
+	return verb
 }
 
 // rejectCode is the stable slug of a reject, "other" when err is not an
@@ -89,35 +127,206 @@ func first(s ...string) string {
 	return ""
 }
 
-// printer prints lines as they come and a summary at the end.
-type printer interface {
-	print(l line) error
-	// finish prints the summary, then notes (one line each; text only).
-	finish(notes ...string) error
+// outcome is how one recovery the run started ended, as --format json
+// prints it (kind "outcome").
+type outcome struct {
+	Kind       string `json:"kind"`
+	Node       string `json:"node"`
+	Action     string `json:"action"`  // recreate or reset
+	Outcome    string `json:"outcome"` // recovered, closed, abandoned or unfinished
+	Phase      string `json:"phase"`
+	Generation int    `json:"generation"`
+	// Time is when it ended (unfinished: its last step), on the run's clock.
+	Time string `json:"time"`
+	// Reason: closed and abandoned, why; unfinished, its last error if any.
+	Reason string `json:"reason"`
+	// NextLookAt is when an unfinished recovery would be looked at next.
+	NextLookAt string `json:"nextLookAt"`
+	// TimeToRecoverSeconds is, for a recovered one, from its start to the
+	// node READY again.
+	TimeToRecoverSeconds float64 `json:"timeToRecoverSeconds"`
 }
 
-// newPrinter returns the printer for format; unit names what the text
+// Outcomes of a recovery besides the record words: one the run could not
+// finish (replay's continuation bound, a sweep's interruption).
+const outcomeUnfinished = "unfinished"
+
+// needsPerson reports whether the outcome is one a person must look at.
+func (o outcome) needsPerson() bool {
+	return o.Outcome == string(remediate.OutcomeAbandoned) || o.Outcome == outcomeUnfinished
+}
+
+// detail is the outcome's last column in text.
+func (o outcome) detail() string {
+	switch o.Outcome {
+	case string(remediate.OutcomeRecovered):
+		d := fmt.Sprintf("READY again, generation %d", o.Generation)
+		if o.TimeToRecoverSeconds > 0 {
+			d += ", after " + shortDuration(time.Duration(o.TimeToRecoverSeconds*float64(time.Second)).Round(time.Second))
+		}
+		return d
+	case outcomeUnfinished:
+		d := "in phase " + o.Phase
+		if o.NextLookAt != "" {
+			d += ", next look at " + o.NextLookAt
+		}
+		if o.Reason != "" {
+			d += "; last error: " + o.Reason
+		}
+		return d
+	case string(remediate.OutcomeAbandoned):
+		return "needs a person: " + o.Reason
+	}
+	return o.Reason
+}
+
+// trip is one breaker trip the run caused.
+type trip struct {
+	Zone   string `json:"zone"`
+	Time   string `json:"time"`
+	Reason string `json:"reason"`
+}
+
+// recoveryCounts counts the recoveries a run started by how they ended.
+type recoveryCounts struct {
+	Started    int `json:"started"`
+	Recovered  int `json:"recovered"`
+	Closed     int `json:"closed"`
+	Abandoned  int `json:"abandoned"`
+	Unfinished int `json:"unfinished"`
+}
+
+// summary is the run's last word (kind "summary" in JSON; the text summary
+// says the same).
+type summary struct {
+	Kind string `json:"kind"`
+	// Unit is what Count counts: entries (replay) or nodes (sweep).
+	Unit  string `json:"unit"`
+	Count int    `json:"count"`
+	// Actions counts the decisions by action; a dry-run skip that says
+	// what would have been done counts under WouldActions instead.
+	Actions      map[string]int `json:"actions"`
+	WouldActions map[string]int `json:"wouldActions"`
+	Rejects      map[string]int `json:"rejects"`
+	Recoveries   recoveryCounts `json:"recoveries"`
+	BreakerTrips []trip         `json:"breakerTrips"`
+	Order        string         `json:"order"`
+	ReadOnly     bool           `json:"readOnly"`
+	Notes        []string       `json:"notes"`
+	ExitCode     int            `json:"exitCode"`
+}
+
+// tally counts what the decisions printed say.
+type tally struct {
+	n       int
+	actions map[string]int
+	would   map[string]int
+	rejects map[string]int
+	trips   []trip
+}
+
+func newTally() *tally {
+	return &tally{actions: map[string]int{}, would: map[string]int{}, rejects: map[string]int{}}
+}
+
+func (t *tally) add(l line) {
+	if !l.uncounted {
+		t.n++
+	}
+	if w := l.would(); w != "" {
+		t.would[w]++
+	} else {
+		t.actions[l.Action]++
+	}
+	if l.Action == string(remediate.ActionReject) {
+		t.rejects[first(l.rejectCode, "other")]++
+	}
+	if l.tripped() {
+		t.trips = append(t.trips, trip{Zone: l.zone, Time: l.Time, Reason: l.Reason})
+	}
+}
+
+// summary fills the counted part of a summary.
+func (t *tally) summary(unit string) summary {
+	s := summary{Kind: kindSummary, Unit: unit, Count: t.n, Actions: t.actions, WouldActions: t.would, Rejects: t.rejects,
+		BreakerTrips: t.trips, Notes: []string{}}
+	if s.BreakerTrips == nil {
+		s.BreakerTrips = []trip{}
+	}
+	return s
+}
+
+// printer prints decisions as they come, then the outcomes, then the summary.
+type printer interface {
+	print(l line) error
+	outcomes(os []outcome) error
+	finish(s summary) error
+}
+
+// output prints a run: its decisions as they come (counting them), the
+// outcomes, the summary.
+type output struct {
+	p     printer
+	tally *tally
+}
+
+func (o *output) print(l line) error          { o.tally.add(l); return o.p.print(l) }
+func (o *output) outcomes(os []outcome) error { return o.p.outcomes(os) }
+func (o *output) finish(s summary) error      { return o.p.finish(s) }
+
+// end ends a run's output: the exit code of what applies (apply, plus a
+// person needed for what sum and outs show) goes into the summary, then the
+// outcomes and the summary are printed, unless the run failed (runErr).
+// It returns the exit outcome and the run's error.
+func (o *output) end(sum summary, outs []outcome, apply map[int]string, runErr error) (exit, err error) {
+	if msg := needsPerson(sum, outs); msg != "" {
+		apply[exitNeedsPerson] = msg
+	}
+	exit = firstExit(apply)
+	sum.ExitCode = exitCodeOf(runErr, exit)
+	if runErr != nil {
+		return exit, runErr
+	}
+	if err := o.outcomes(outs); err != nil {
+		return exit, fmt.Errorf("write output: %w", err)
+	}
+	if err := o.finish(sum); err != nil {
+		return exit, fmt.Errorf("write output: %w", err)
+	}
+	return exit, nil
+}
+
+// newPrinter returns the output for format; unit names what the text
 // summary counts ("entries read", "nodes swept").
-func newPrinter(format string, w io.Writer, unit string) printer {
+func newPrinter(format string, w io.Writer, unit string) *output {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
-		return &jsonPrinter{enc: enc}
+		return &output{p: &jsonPrinter{enc: enc}, tally: newTally()}
 	}
-	return &textPrinter{w: w, unit: unit, actions: map[string]int{}, rejects: map[string]int{}}
+	return &output{p: &textPrinter{w: w, unit: unit}, tally: newTally()}
 }
 
-// jsonPrinter prints one JSON object per line and no summary, so the output
-// is JSON Lines.
+// jsonPrinter prints one JSON object per line (JSON Lines): the decisions,
+// the outcomes, the summary.
 type jsonPrinter struct{ enc *json.Encoder }
 
-func (p *jsonPrinter) print(l line) error     { return p.enc.Encode(l) }
-func (p *jsonPrinter) finish(...string) error { return nil }
+func (p *jsonPrinter) print(l line) error { return p.enc.Encode(l) }
+func (p *jsonPrinter) outcomes(os []outcome) error {
+	for _, o := range os {
+		o.Kind = kindOutcome
+		if err := p.enc.Encode(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (p *jsonPrinter) finish(s summary) error { return p.enc.Encode(s) }
 
 // Text layout: fixed columns, so every row is printed as soon as it is
 // decided (no buffering until the end to align, unlike a tabwriter) and fits
-// textWidth columns. Long nodes and reasons are cut; --format json has them
-// whole.
+// textWidth columns. Long nodes and reasons are cut at the end; --format
+// json has them whole.
 const (
 	textWidth  = 120
 	timeWidth  = 20 // 2026-11-20T03:44:36Z
@@ -127,19 +336,29 @@ const (
 	actWidth   = 8  // recreate
 	gap        = "  "
 	reasonCol  = timeWidth + nodeWidth + workWidth + causeWidth + actWidth + 5*len(gap)
+
+	outcomeWidth = 10 // unfinished
 )
 
+// columnLegend explains the text columns; the commands' help prints it.
+const columnLegend = `Columns of the text output: TIME the entry's timestamp (UTC); NODE the node
+as zone/name; W the TPU worker the entry is about (0 … N-1 of a multi-host
+slice; - for the node as a whole); CAUSE maintenance, preemption, hardware,
+user or unknown; ACTION what was decided (record, recreate, reset, defer,
+skip, reject, prepare, maintain; error when it could not be processed);
+REASON why, cut at the end (JSON has it whole). Then, for each recovery the
+run started, its OUTCOME (recovered, closed, abandoned, or unfinished with
+its next look), and a summary: decisions by action ("would recreate" in a
+read-only run), rejects by reason code, breaker trips.
+`
+
 // textPrinter prints a table row per line (warnings on the rows below it),
-// then the summary: count, actions by kind, rejects by reason code, notes.
+// then the outcomes, then the summary.
 type textPrinter struct {
-	w       io.Writer
-	unit    string
-	header  bool
-	n       int
-	dur     float64
-	actions map[string]int
-	rejects map[string]int
-	err     error
+	w      io.Writer
+	unit   string
+	header bool
+	err    error
 }
 
 func (p *textPrinter) printf(format string, args ...any) {
@@ -148,30 +367,30 @@ func (p *textPrinter) printf(format string, args ...any) {
 	}
 }
 
-func (p *textPrinter) row(cols ...string) {
-	widths := []int{timeWidth, nodeWidth, workWidth, causeWidth, actWidth}
+// row prints cells in columns of the widths, the last cell taking the rest
+// of the line, each cut at its end.
+func (p *textPrinter) row(widths []int, cols ...string) {
 	var b strings.Builder
+	used := 0
 	for i, w := range widths {
 		b.WriteString(pad(cut(cols[i], w), w))
 		b.WriteString(gap)
+		used += w + len(gap)
 	}
-	b.WriteString(cut(cols[len(widths)], textWidth-reasonCol))
+	b.WriteString(cut(cols[len(widths)], textWidth-used))
 	p.printf("%s\n", strings.TrimRight(b.String(), " "))
 }
+
+var decisionWidths = []int{timeWidth, nodeWidth, workWidth, causeWidth, actWidth}
 
 func (p *textPrinter) print(l line) error {
 	if !p.header {
 		p.header = true
-		p.row("TIME", "NODE", "W", "CAUSE", "ACTION", "REASON")
+		p.row(decisionWidths, "TIME", "NODE", "W", "CAUSE", "ACTION", "REASON")
 	}
-	if !l.uncounted {
-		p.n++
-	}
-	p.dur += l.DurationSeconds
-	p.actions[l.Action]++
-	reason := oneLine(l.Reason)
+	reason := reasonText(l.Reason)
 	if l.Action == string(remediate.ActionReject) {
-		p.rejects[first(l.rejectCode, "other")]++
+		reason = strings.TrimPrefix(reason, "rejected: ")
 		if l.At != "" {
 			reason = filepath.Base(l.At) + ": " + reason
 		}
@@ -180,7 +399,18 @@ func (p *textPrinter) print(l line) error {
 	if tt, err := time.Parse(time.RFC3339Nano, t); err == nil {
 		t = tt.UTC().Format(time.RFC3339)
 	}
-	p.row(dash(t), dash(shortNode(l.Node)), dash(l.Worker), dash(l.Cause), l.Action, reason)
+	p.row(decisionWidths, dash(t), dash(shortNode(l.Node)), dash(l.Worker), dash(l.Cause), l.Action, reason)
+	if l.tripped() {
+		msg := "breaker tripped: an ERROR record pages a person"
+		if l.Error != l.Reason {
+			msg += ": " + l.Error
+		} else if len([]rune(reason)) > textWidth-reasonCol {
+			msg += "; " + reason // the whole reason, which the row cut
+		}
+		for _, ln := range wrap(reasonText(msg), textWidth-4) {
+			p.printf("    %s\n", ln)
+		}
+	}
 	for _, w := range l.Warnings {
 		for _, ln := range wrap("warning: "+oneLine(w), textWidth-4) {
 			p.printf("    %s\n", ln)
@@ -189,16 +419,86 @@ func (p *textPrinter) print(l line) error {
 	return p.err
 }
 
-func (p *textPrinter) finish(notes ...string) error {
-	p.printf("\n%s: %d\n", p.unit, p.n)
-	p.printf("actions: %s\n", counts(p.actions, actionOrder))
-	if len(p.rejects) > 0 {
-		p.printf("rejects: %s\n", counts(p.rejects, nil))
+var outcomeWidths = []int{nodeWidth, actWidth, outcomeWidth, timeWidth}
+
+func (p *textPrinter) outcomes(os []outcome) error {
+	if len(os) == 0 {
+		return p.err
 	}
-	for _, n := range notes {
+	p.printf("\nRecoveries this run started, as they ended:\n")
+	p.row(outcomeWidths, "NODE", "ACTION", "OUTCOME", "TIME", "DETAIL")
+	for _, o := range os {
+		t := o.Time
+		if tt, err := time.Parse(time.RFC3339Nano, t); err == nil {
+			t = tt.UTC().Format(time.RFC3339)
+		}
+		p.row(outcomeWidths, shortNode(o.Node), o.Action, o.Outcome, dash(t), reasonText(o.detail()))
+	}
+	return p.err
+}
+
+func (p *textPrinter) finish(s summary) error {
+	p.printf("\n%s: %d\n", p.unit, s.Count)
+	p.printf("actions: %s\n", actionCounts(s.Actions, s.WouldActions))
+	if len(s.Rejects) > 0 {
+		p.printf("rejects: %s\n", counts(s.Rejects, nil))
+	}
+	if r := s.Recoveries; r.Started > 0 {
+		p.printf("recoveries started: %d (%s)\n", r.Started, counts(map[string]int{
+			"recovered": r.Recovered, "closed": r.Closed, "abandoned": r.Abandoned, "unfinished": r.Unfinished,
+		}, []string{"recovered", "closed", "abandoned", "unfinished"}))
+	}
+	if n := len(s.BreakerTrips); n > 0 {
+		var zones []string
+		for _, t := range s.BreakerTrips {
+			zones = append(zones, t.Zone)
+		}
+		p.printf("breaker trips: %d (%s): a person is paged; autoheal status lists open breakers\n", n, strings.Join(zones, ", "))
+	}
+	if s.Order != "" {
+		p.printf("order: %s\n", s.Order)
+	}
+	if s.ReadOnly {
+		p.printf("read-only: decided and recorded, nothing was changed (add --apply to act on the TPU API)\n")
+	}
+	for _, n := range s.Notes {
 		p.printf("%s\n", n)
 	}
 	return p.err
+}
+
+// actionCounts is "record 3, would recreate 5, defer 1": each action in
+// order, what would have been done right after it.
+func actionCounts(actions, would map[string]int) string {
+	m := map[string]int{}
+	order := []string{}
+	for _, a := range actionOrder {
+		order = append(order, a, "would "+a)
+	}
+	for k, v := range actions {
+		m[k] = v
+	}
+	for k, v := range would {
+		m["would "+k] = v
+	}
+	return counts(m, order)
+}
+
+// durationRE finds Go's spelling of a whole number of minutes (30m0s,
+// 1h0m0s, 2h30m0s), which text prints as people write it (30m, 1h, 2h30m).
+var durationRE = regexp.MustCompile(`\b(?:\d+h)?\d+m0s\b`)
+
+// reasonText is a reason as the text table shows it: on one line, durations
+// as people write them. Its first words, which metrics and alerts match
+// (breaker open, paused by, dry run, …), are kept as they are.
+func reasonText(s string) string {
+	return durationRE.ReplaceAllStringFunc(oneLine(s), func(m string) string {
+		m = strings.TrimSuffix(m, "0s")
+		if strings.HasSuffix(m, "h0m") {
+			m = strings.TrimSuffix(m, "0m")
+		}
+		return m
+	})
 }
 
 // shortNode is projects/P/locations/Z/nodes/N as Z/N; other names as given.

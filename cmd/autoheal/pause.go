@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"os/user"
 	"strings"
 	"time"
 
@@ -24,11 +26,15 @@ type ledgerFlags struct {
 	holdTTL  time.Duration
 }
 
-func addLedgerFlags(fs *flag.FlagSet) *ledgerFlags {
-	l := &ledgerFlags{}
+// addLedgerFlags defines the flags that reach the ledger; withHoldTTL adds
+// --hold-ttl, which only a command that lists holds (status) uses.
+func addLedgerFlags(fs *flag.FlagSet, withHoldTTL bool) *ledgerFlags {
+	l := &ledgerFlags{holdTTL: remediate.DefaultHoldTTL}
 	fs.StringVar(&l.project, "ledger-project", "", "`project` hosting tpu-autoheal's Firestore ledger (required)")
 	fs.StringVar(&l.database, "ledger-database", "tpu-autoheal", "Firestore `database` of the ledger (AUTOHEAL_FIRESTORE_DATABASE of the function)")
-	fs.DurationVar(&l.holdTTL, "hold-ttl", remediate.DefaultHoldTTL, "how long a user hold lasts (AUTOHEAL_HOLD_TTL of the function)")
+	if withHoldTTL {
+		durationVar(fs, &l.holdTTL, "hold-ttl", remediate.DefaultHoldTTL, "how `long` a user hold lasts (AUTOHEAL_HOLD_TTL of the function), to tell which holds expired")
+	}
 	return l
 }
 
@@ -38,7 +44,7 @@ func addLedgerFlags(fs *flag.FlagSet) *ledgerFlags {
 var openLedger = func(ctx context.Context, project, database string, opts ...ledger.Option) (ledger.Admin, func() error, error) {
 	c, err := firestore.NewClientWithDatabase(ctx, project, database)
 	if err != nil {
-		return nil, nil, fmt.Errorf("firestore client for database %s of project %s (Application Default Credentials): %w", database, project, err)
+		return nil, nil, setupf("firestore client for database %s of project %s (Application Default Credentials): %v", database, project, err)
 	}
 	return ledger.NewFirestore(c, opts...), c.Close, nil
 }
@@ -51,7 +57,7 @@ func (l *ledgerFlags) check() error {
 		return usagef("--ledger-database must not be empty")
 	}
 	if l.holdTTL <= 0 {
-		return usagef("--hold-ttl %v: must be positive", l.holdTTL)
+		return usagef("--hold-ttl %s: must be positive", shortDuration(l.holdTTL))
 	}
 	return nil
 }
@@ -78,6 +84,11 @@ func (s *scopeFlags) pause(cmd string) (remediate.Pause, error) {
 	for _, f := range []struct{ name, v string }{{"project", s.project}, {"zone", s.zone}} {
 		if strings.ContainsAny(f.v, "/ ") {
 			return remediate.Pause{}, usagef("%s --%s %q: want a bare %s id (for one node use --node projects/P/locations/Z/nodes/N)", cmd, f.name, f.v, f.name)
+		}
+	}
+	if s.zone != "" {
+		if err := checkZone(cmd+" --zone", s.zone); err != nil {
+			return remediate.Pause{}, err
 		}
 	}
 	switch {
@@ -117,8 +128,11 @@ Writes a pause to the deployed ledger. From then on the function and every
 sweep skip the nodes it covers before any mutation (reason "paused by WHO:
 REASON"), and the ledger refuses to claim them, unfinished recoveries
 included. Nodes broken while paused are looked at again after the pause is
-lifted with "autoheal resume" (same scope flags).
+lifted with "autoheal resume" (same scope flags). WHO is --by, else the
+login name, else the gcloud account, else the host. A pause of the same
+scope is replaced, and the output says what it replaced.
 
+` + exitCodesHelp + `
 Flags:
 `
 
@@ -127,24 +141,79 @@ const resumeHelp = `Usage: autoheal resume [--project P] [--zone Z] [--node proj
 Removes the pause of exactly that scope (a pause of a wider or narrower scope
 stays: see "autoheal status").
 
+` + exitCodesHelp + `
 Flags:
 `
 
-func defaultBy() string {
-	for _, v := range []string{"AUTOHEAL_USER", "USER", "USERNAME"} {
+// whoSources are where pause finds who pauses when --by is not given, in
+// order: the login name, the gcloud account, the host. Tests replace them.
+var whoSources = []struct {
+	name string
+	find func() string
+}{
+	{"the login name", loginName},
+	{"the gcloud account", gcloudAccount},
+	{"the host name", hostName},
+}
+
+// defaultBy is who pauses when --by is not given, and where that came from.
+func defaultBy() (who, from string) {
+	for _, s := range whoSources {
+		if w := strings.TrimSpace(s.find()); w != "" {
+			return w, s.name
+		}
+	}
+	return "", ""
+}
+
+// loginName is $AUTOHEAL_USER, else the login name from the environment or
+// the system's account database (root in a container says nothing: skipped).
+func loginName() string {
+	for _, v := range []string{"AUTOHEAL_USER", "USER", "LOGNAME", "USERNAME"} {
 		if s := os.Getenv(v); s != "" {
 			return s
 		}
 	}
+	if u, err := user.Current(); err == nil && u.Username != "" && u.Username != "root" {
+		return u.Username
+	}
 	return ""
+}
+
+// gcloudAccount is the account gcloud is logged in with, if gcloud is
+// installed and answers within a few seconds.
+func gcloudAccount() string {
+	path, err := exec.LookPath("gcloud")
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "config", "get-value", "account").Output()
+	if err != nil {
+		return ""
+	}
+	a := strings.TrimSpace(string(out))
+	if a == "(unset)" {
+		return ""
+	}
+	return a
+}
+
+func hostName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return "someone on " + h
 }
 
 func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("pause", pauseHelp, stderr)
 	scope := addScopeFlags(fs, "pause")
-	lf := addLedgerFlags(fs)
+	lf := addLedgerFlags(fs, false)
 	reason := fs.String("reason", "", "why, for the people who read the records (required)")
-	by := fs.String("by", defaultBy(), "who pauses (default $USER)")
+	by := fs.String("by", "", "`who` pauses (default: the login name, else the gcloud account, else the host)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -158,30 +227,51 @@ func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if strings.TrimSpace(*reason) == "" {
 		return usagef("pause: --reason is required (it is in every skipped decision's record)")
 	}
-	if strings.TrimSpace(*by) == "" {
-		return usagef("pause: --by is required when $USER is not set")
-	}
 	if err := lf.check(); err != nil {
 		return err
 	}
-	p.Reason, p.By, p.Since = strings.TrimSpace(*reason), strings.TrimSpace(*by), time.Now().UTC()
+	who, from := strings.TrimSpace(*by), ""
+	if who == "" {
+		if who, from = defaultBy(); who == "" {
+			return usagef("pause: --by WHO is required: no login name, gcloud account or host name to say who pauses")
+		}
+	}
+	p.Reason, p.By, p.Since = strings.TrimSpace(*reason), who, time.Now().UTC()
 	store, closeFn, err := lf.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
+	// A pause of the same scope is replaced: say what it was.
+	existing, err := store.Pauses(ctx)
+	if err != nil {
+		return fmt.Errorf("pause %s: read the pauses (retry: it is idempotent): %w", p.What(), err)
+	}
+	var replaced *remediate.Pause
+	for i, e := range existing {
+		if e.Scope == p.Scope && e.Project == p.Project && e.Zone == p.Zone && e.Node == p.Node {
+			replaced = &existing[i]
+		}
+	}
 	if err := store.SetPause(ctx, p); err != nil {
 		return fmt.Errorf("pause %s (retry: it is idempotent): %w", p.What(), err)
 	}
-	fmt.Fprintf(stdout, "paused %s: %s (by %s at %s)\nnothing it covers is claimed or mutated until: autoheal resume %s --ledger-project %s\n",
-		p.What(), p.Reason, p.By, p.Since.Format(time.RFC3339), scope.args(), lf.project)
+	byNote := ""
+	if from != "" {
+		byNote = " (no --by: " + from + ")"
+	}
+	fmt.Fprintf(stdout, "paused %s: %s (by %s%s at %s)\n", p.What(), p.Reason, p.By, byNote, p.Since.Format(time.RFC3339))
+	if replaced != nil {
+		fmt.Fprintf(stdout, "replaced the pause of the same scope by %s since %s: %s\n", replaced.By, replaced.Since.UTC().Format(time.RFC3339), replaced.Reason)
+	}
+	fmt.Fprintf(stdout, "nothing it covers is claimed or mutated until: autoheal resume %s --ledger-project %s\n", scope.args(), lf.project)
 	return nil
 }
 
 func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("resume", resumeHelp, stderr)
 	scope := addScopeFlags(fs, "resume")
-	lf := addLedgerFlags(fs)
+	lf := addLedgerFlags(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

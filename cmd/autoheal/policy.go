@@ -21,26 +21,41 @@ type policyFlags struct {
 	breaker       string
 }
 
-func addPolicyFlags(fs *flag.FlagSet) *policyFlags {
+// addPolicyFlags defines the policy flags on fs, but those named in omit: a
+// command where a knob does nothing does not offer it.
+func addPolicyFlags(fs *flag.FlagSet, omit ...string) *policyFlags {
 	d := remediate.DefaultConfig()
 	p := &policyFlags{cfg: d}
-	fs.StringVar(&p.selector, "label-selector", d.LabelKey+"="+d.LabelValue, "opt-in `label` key=value: nodes without it are never touched")
-	fs.BoolVar(&p.cfg.DryRun, "dry-run", d.DryRun, "decide and record, never mutate a node")
-	durationVar(fs, &p.cfg.UnhealthyGrace, "unhealthy-grace", d.UnhealthyGrace, "READY but unhealthy this `long` → recreate")
-	durationVar(fs, &p.cfg.StuckGrace, "stuck-grace", d.StuckGrace, "in a transitional state this `long` → recreate")
-	durationVar(fs, &p.cfg.Cooldown, "cooldown", d.Cooldown, "minimum `time` between two recreates of one node")
-	durationVar(fs, &p.cfg.Window, "window", d.Window, "`window` of --max-recreates")
-	fs.IntVar(&p.cfg.MaxRecreates, "max-recreates", d.MaxRecreates, "recreates of one node within --window")
-	fs.IntVar(&p.cfg.MaxInFlight, "max-in-flight", d.MaxInFlight, "project-wide unfinished recoveries")
-	fs.IntVar(&p.cfg.MaxAttempts, "max-attempts", d.MaxAttempts, "attempts before a recovery failing permanently (not a stockout) is abandoned")
-	durationVar(fs, &p.cfg.Lease, "lease", d.Lease, "how `long` a recovery claim is held without renewal")
-	durationVar(fs, &p.cfg.EventTTL, "event-ttl", d.EventTTL, "how `long` processed event ids are remembered")
-	fs.StringVar(&p.breaker, "breaker", fmt.Sprintf("%d/%s", d.BreakerLimit, shortDuration(d.BreakerWindow)), "storm breaker `LIMIT/WINDOW`: at most LIMIT recreates and resets start in one zone within WINDOW")
-	durationVar(fs, &p.cfg.HoldTTL, "hold-ttl", d.HoldTTL, "how `long` a hold set by a user's termination lasts")
-	fs.StringVar(&p.cfg.MaintenanceMode, "maintenance", d.MaintenanceMode, "what a maintenance notice does: `off|prepare|early`")
-	durationVar(fs, &p.cfg.CheckpointTimeout, "checkpoint-timeout", d.CheckpointTimeout, "with --maintenance early: how `long` the checkpoint may take")
-	durationVar(fs, &p.cfg.ResumeWatch, "resume-watch", d.ResumeWatch, "how `long` a training-resumed report is waited for")
-	fs.StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on every recreated node, replacing its own (default: a node keeps its own, or gets the embedded resume-training.sh when it carries metadata autoheal-train-cmd)")
+	skip := map[string]bool{}
+	for _, n := range omit {
+		skip[n] = true
+	}
+	// Flags defined on a throwaway set are not offered (their value stays
+	// the default).
+	unused := flag.NewFlagSet("unused", flag.ContinueOnError)
+	on := func(name string) *flag.FlagSet {
+		if skip[name] {
+			return unused
+		}
+		return fs
+	}
+	on("label-selector").StringVar(&p.selector, "label-selector", d.LabelKey+"="+d.LabelValue, "opt-in `label` key=value: nodes without it are never touched")
+	on("dry-run").BoolVar(&p.cfg.DryRun, "dry-run", d.DryRun, "decide and record, never mutate a node")
+	durationVar(on("unhealthy-grace"), &p.cfg.UnhealthyGrace, "unhealthy-grace", d.UnhealthyGrace, "READY but unhealthy this `long` → recreate")
+	durationVar(on("stuck-grace"), &p.cfg.StuckGrace, "stuck-grace", d.StuckGrace, "in a transitional state this `long` → recreate")
+	durationVar(on("cooldown"), &p.cfg.Cooldown, "cooldown", d.Cooldown, "minimum `time` between two recreates of one node")
+	durationVar(on("window"), &p.cfg.Window, "window", d.Window, "`window` of --max-recreates")
+	on("max-recreates").IntVar(&p.cfg.MaxRecreates, "max-recreates", d.MaxRecreates, "recreates of one node within --window")
+	on("max-in-flight").IntVar(&p.cfg.MaxInFlight, "max-in-flight", d.MaxInFlight, "project-wide unfinished recoveries")
+	on("max-attempts").IntVar(&p.cfg.MaxAttempts, "max-attempts", d.MaxAttempts, "attempts before a recovery failing permanently (not a stockout) is abandoned")
+	durationVar(on("lease"), &p.cfg.Lease, "lease", d.Lease, "how `long` a recovery claim is held without renewal")
+	durationVar(on("event-ttl"), &p.cfg.EventTTL, "event-ttl", d.EventTTL, "how `long` processed event ids are remembered")
+	on("breaker").StringVar(&p.breaker, "breaker", fmt.Sprintf("%d/%s", d.BreakerLimit, shortDuration(d.BreakerWindow)), "storm breaker `LIMIT/WINDOW`: at most LIMIT recreates and resets start in one zone within WINDOW")
+	durationVar(on("hold-ttl"), &p.cfg.HoldTTL, "hold-ttl", d.HoldTTL, "how `long` a hold set by a user's termination lasts")
+	on("maintenance").StringVar(&p.cfg.MaintenanceMode, "maintenance", d.MaintenanceMode, "what a maintenance notice does: `off|prepare|early`")
+	durationVar(on("checkpoint-timeout"), &p.cfg.CheckpointTimeout, "checkpoint-timeout", d.CheckpointTimeout, "with --maintenance early: how `long` the checkpoint may take")
+	durationVar(on("resume-watch"), &p.cfg.ResumeWatch, "resume-watch", d.ResumeWatch, "how `long` a training-resumed report is waited for")
+	on("startup-script").StringVar(&p.startupScript, "startup-script", "", "`file` set as metadata startup-script on every recreated node, replacing its own (default: a node keeps its own, or gets the embedded resume-training.sh when it carries metadata autoheal-train-cmd)")
 	return p
 }
 

@@ -24,6 +24,7 @@ Scheduler sends instead. Waits for every publish and prints one message id
 per line, in input order. Uses Application Default Credentials, or the
 emulator named by PUBSUB_EMULATOR_HOST.
 
+` + exitCodesHelp + `
 Flags:
 `
 
@@ -55,7 +56,7 @@ func runPublish(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 	client, err := pubsub.NewClient(ctx, m[1])
 	if err != nil {
-		return fmt.Errorf("pubsub client: %w", err)
+		return setupf("pubsub client for %s (Application Default Credentials, or PUBSUB_EMULATOR_HOST): %v", *topic, err)
 	}
 	defer client.Close()
 	pub := client.Publisher(*topic)

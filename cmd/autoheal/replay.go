@@ -49,40 +49,47 @@ entries are decided and recorded, nothing is deleted or created, unless
 fresh for each run.
 
 Clock: decisions depend on "now" (grace periods, cooldowns, caps).
---clock=wall (default) decides every entry at the current time, as the
-function would if the entries arrived now; --clock=event decides each entry
-at its own timestamp, as the function decided (or should have) during the
-incident. Unlike the function, replay never drops entries for being old.
+--clock=wall decides every entry at the current time, as the function would
+if the entries arrived now; --clock=event decides each entry at its own
+timestamp, as the function decided (or should have) during the incident.
+The default is wall, or event with --records (records for autoheal report
+are true of the incident only at the event clock; give --clock wall to
+decide them now). Unlike the function, replay never drops entries for being
+old. Recoveries the entries started are finished as the function's sweeps
+would: on the simulated fleet at once, on the run's clock; with --apply on
+the real API by waiting for each next look.
 
-Output: --format text prints a row per entry (120 columns; node as
-zone/name, long reasons cut), warnings under it, and a summary (entries read,
-actions by kind, rejects by reason code, order, read-only); --format json
-prints one object per entry, whole: {"insertId","time","node","worker",
-"method","cause","action","reason","warnings","dryRun","at",
-"durationSeconds"}.
+Output: --format text prints a row per entry (120 columns), warnings under
+it, then each recovery the run started with its outcome, then a summary;
+--format json prints JSON Lines: one {"kind":"decision",...} object per
+entry, whole, one {"kind":"outcome",...} per recovery started, and a last
+{"kind":"summary",...} (docs/schema/ has their schemas).
 
-Exit status: 0 every entry was processed (rejects included; also an input
-with no entries, such as []); 1 an entry still failed transiently after the
-handler's retries (printed with action "error"): replay it again; 2 bad flags
-or unreadable files, before any input was read; 3 the input has bytes but not
-one entry could be read from it (garbage, binary); 4 with --strict, some
-entry was rejected.
-
+` + columnLegend + `
+` + exitCodesHelp + `
 Flags:
 `
 
 func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	return replay(ctx, args, stdin, stdout, stderr, nil)
+	return replay(ctx, args, stdin, stdout, stderr, replayHooks{})
 }
 
-// replay is runReplay; setup, when not nil, adjusts the target before it is
-// opened (autoheal demo uses it to supply the embedded fleet).
-func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, setup func(*targetFlags)) error {
+// replayHooks let autoheal demo run replay on its bundled inputs.
+type replayHooks struct {
+	// setup, when not nil, adjusts the target before it is opened (the
+	// embedded fleet).
+	setup func(*targetFlags)
+	// stdinName names stdin in reject locations (the bundled file's name).
+	stdinName string
+}
+
+// replay is runReplay with hooks.
+func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, hooks replayHooks) error {
 	fs := newFlagSet("replay", replayHelp, stderr)
 	target := addTargetFlags(fs)
 	policy := addPolicyFlags(fs)
 	format := fs.String("format", "text", "output `format`: text or json")
-	clock := fs.String("clock", "wall", "decide at the `wall` clock or at each entry's own timestamp (event)")
+	clock := fs.String("clock", "wall", "decide at the `wall` clock or at each entry's own timestamp (event); with --records the default is event")
 	order := fs.String("order", "auto", "what order the input is in: `auto` (detect; decide oldest first), asc, desc or input (decide as given)")
 	strict := fs.Bool("strict", false, "exit 4 when any entry was rejected")
 	var projects listFlag
@@ -100,6 +107,11 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *clock != "wall" && *clock != "event" {
 		return usagef("--clock %q: want wall or event", *clock)
 	}
+	if *records != "" && !flagGiven(fs, "clock") {
+		// Records are for autoheal report, which is true of the incident
+		// only when each entry was decided at its own time.
+		*clock = "event"
+	}
 	switch *order {
 	case "auto", "asc", "desc", "input":
 	default:
@@ -109,8 +121,8 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	if setup != nil {
-		setup(target)
+	if hooks.setup != nil {
+		hooks.setup(target)
 	}
 	if err := target.check(policy); err != nil {
 		return err
@@ -151,15 +163,20 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		if err != nil {
 			return err
 		}
+		if hooks.stdinName != "" {
+			in.nameStdin(hooks.stdinName)
+		}
 		src = in
 		in.checkAscending = *order == "asc"
 	}
 	defer func() { src.Close() }()
-	rec, closeRecords, err := openRecords(*records, stderr)
+	recordsOut, closeRecords, err := openRecords(*records, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeRecords()
+	tracker := newOutcomeRecorder(recordsOut)
+	var rec remediate.Recorder = tracker
 	tg, err := target.open(ctx)
 	if err != nil {
 		return err
@@ -188,7 +205,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return now
 		}
 	}
-	rclk := &replayClock{base: clockFn} // moved forward by the continuations (continue.go)
+	rclk := &replayClock{base: clockFn, realWait: tg.srv == nil && !tg.readOnly, stderr: stderr} // moved forward by the continuations (continue.go)
 	clockFn = rclk.now
 	target.simNow = clockFn // the simulated operations take their time on the replay clock
 	// The ledger runs on the same clock as the handler, so that event marks
@@ -209,26 +226,36 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Holder:   "autoheal-replay",
 		Now:      clockFn,
 	}
-	if tg.maint != nil { // maint (#10): notices become prepare/maintain against the simulated fleet
+	if tg.maint != nil { // notices become prepare/maintain against the simulated fleet
 		h.Maintenance = &remediate.Maintainer{TPU: tg.maint, Notices: ledger.NewMemoryNotices(), Config: cfg, Now: clockFn}
-		wireReplayResume(h, tg.maint, rec, cfg, clockFn, stderr) // resume.go (#11)
+		wireReplayResume(h, tg.maint, rec, cfg, clockFn, stderr) // resume.go
 	}
 
 	p := newPrinter(*format, stdout, "entries read")
 	st, runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t; marks.seen(t) })
 	if runErr == nil {
-		runErr = continueRecoveries(ctx, h, rclk, stderr)
+		runErr = continueRecoveries(ctx, h, rclk)
 	}
-	notes := []string{"order: " + src.Order()}
-	if tg.readOnly {
-		notes = append(notes, "read-only: decided and recorded, nothing was changed (add --apply to act on the TPU API)")
+	outs, err := tracker.results(ctx, store)
+	if err != nil && runErr == nil {
+		runErr = err
 	}
+	sum := p.tally.summary("entries")
+	sum.Order, sum.ReadOnly, sum.Recoveries = src.Order(), tg.readOnly, countRecoveries(outs)
 	if st.total == 0 {
-		notes = append(notes, "no entries in the input")
+		sum.Notes = append(sum.Notes, "no entries in the input")
 	}
-	if err := p.finish(notes...); err != nil && runErr == nil {
-		runErr = fmt.Errorf("write output: %w", err)
+	apply := map[int]string{}
+	if st.total > 0 && st.unreadable == st.total {
+		apply[exitNoEntries] = fmt.Sprintf("not one entry could be read from the input: all %d elements are malformed (see the reject lines)", st.total)
 	}
+	if st.failed > 0 {
+		apply[exitTransient] = fmt.Sprintf("%d of %d entries not processed (transient failures, printed with action %s); replay them again", st.failed, st.total, actionError)
+	}
+	if *strict && st.rejected > 0 {
+		apply[exitRejects] = fmt.Sprintf("--strict: %d of %d entries rejected", st.rejected, st.total)
+	}
+	exit, runErr := p.end(sum, outs, apply, runErr)
 	for _, w := range src.Warnings() {
 		fmt.Fprintf(stderr, "autoheal replay: %s\n", w)
 	}
@@ -238,13 +265,39 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if runErr != nil {
 		return runErr
 	}
-	if st.total > 0 && st.unreadable == st.total {
-		return &exitStatus{code: exitNoEntries, msg: fmt.Sprintf("not one entry could be read from the input: all %d elements are malformed (see the reject lines)", st.total)}
+	return exit
+}
+
+// needsPerson says what of a run a person must look at (exit 5): breaker
+// trips, recoveries abandoned or left unfinished; "" when nothing.
+func needsPerson(s summary, outs []outcome) string {
+	var parts []string
+	if n := len(s.BreakerTrips); n > 0 {
+		var zones []string
+		for _, t := range s.BreakerTrips {
+			zones = append(zones, t.Zone)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", plural(n, "breaker trip", "breaker trips"), strings.Join(zones, ", ")))
 	}
-	if *strict && st.rejected > 0 {
-		return &exitStatus{code: exitRejects, msg: fmt.Sprintf("--strict: %d of %d entries rejected", st.rejected, st.total)}
+	var abandoned, unfinished []string
+	for _, o := range outs {
+		switch {
+		case o.Outcome == string(remediate.OutcomeAbandoned):
+			abandoned = append(abandoned, shortNode(o.Node))
+		case o.needsPerson():
+			unfinished = append(unfinished, shortNode(o.Node))
+		}
 	}
-	return nil
+	if len(abandoned) > 0 {
+		parts = append(parts, fmt.Sprintf("%s abandoned (%s)", plural(len(abandoned), "recovery", "recoveries"), strings.Join(abandoned, ", ")))
+	}
+	if len(unfinished) > 0 {
+		parts = append(parts, fmt.Sprintf("%s unfinished (%s)", plural(len(unfinished), "recovery", "recoveries"), strings.Join(unfinished, ", ")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "needs a person: " + strings.Join(parts, "; ")
 }
 
 // replayStats counts what replayAll did.
@@ -263,7 +316,7 @@ func unreadable(err error) bool {
 }
 
 // replayAll handles every entry of src in its order and prints its line.
-func replayAll(ctx context.Context, h *remediate.Handler, src source, p printer, setNow func(time.Time)) (replayStats, error) {
+func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output, setNow func(time.Time)) (replayStats, error) {
 	var st replayStats
 	var lastLook time.Time
 	for {
@@ -312,12 +365,20 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p printer,
 				r = h.Skip(ctx, it.Event, events.EvidenceNote(it.Event))
 			} else if it.Event.Kind == events.KindZoneHint {
 				// A Compute Engine entry about a TPU worker VM: look at
-				// the opted-in nodes of its zone now; the line is the
-				// entry's own record.
+				// the opted-in nodes of its zone now. Each node's
+				// decision (a prepare, a recreate) is a row of its own,
+				// then the entry's own record.
 				var res remediate.SweepResult
 				res, err = h.HandleZoneHint(ctx, it.Event)
 				if n := len(res.Records); n > 0 {
 					r = res.Records[n-1]
+					for _, nr := range res.Records[:n-1] {
+						nl := lineOf(nr, events.Event{Time: it.Event.Time, Cause: it.Event.Cause})
+						nl.uncounted = true // one entry, counted once
+						if err := p.print(nl); err != nil {
+							return st, fmt.Errorf("write output: %w", err)
+						}
+					}
 				}
 			} else {
 				r, err = h.Handle(ctx, it.Event)
@@ -332,9 +393,6 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p printer,
 		if err := p.print(l); err != nil {
 			return st, fmt.Errorf("write output: %w", err)
 		}
-	}
-	if st.failed > 0 {
-		return st, fmt.Errorf("%d of %d entries not processed (transient failures, printed with action %s); replay them again", st.failed, st.total, actionError)
 	}
 	return st, nil
 }
@@ -362,10 +420,11 @@ type source interface {
 
 // input is one FILE or stdin.
 type input struct {
-	name  string
-	r     io.Reader
-	file  *os.File // nil for stdin
-	lines *lineCounter
+	name   string
+	r      io.Reader
+	file   *os.File  // nil for stdin and other streams (a pipe, <(...))
+	closer io.Closer // a stream's file, closed after the run
+	lines  *lineCounter
 }
 
 // fileSource reads files and stdin one after another, as given.
@@ -378,7 +437,7 @@ type fileSource struct {
 	checkAscending bool // --order asc: warn when an entry is older than the one before
 	last           time.Time
 	backwards      int
-	temp           *os.File // stdin spooled by newOrderedSource
+	temps          []*os.File // streams spooled by newOrderedSource
 }
 
 // openInputs opens every input up front so that an unreadable file is
@@ -390,7 +449,7 @@ func openInputs(args []string, stdin io.Reader, opts events.Options) (*fileSourc
 	}
 	s := &fileSource{opts: opts}
 	for _, in := range opened {
-		i := &input{name: in.name, r: in.r, file: in.file}
+		i := &input{name: in.name, r: in.r, file: in.file, closer: in.closer}
 		if in.file != nil {
 			i.lines = &lineCounter{name: in.name}
 		}
@@ -457,18 +516,30 @@ func (s *fileSource) rewind() error {
 	return nil
 }
 
+// nameStdin names stdin in reject locations (autoheal demo's bundled file).
+func (s *fileSource) nameStdin(name string) {
+	for _, in := range s.inputs {
+		if in.file == nil && in.closer == nil {
+			in.name = name
+		}
+	}
+}
+
 func (s *fileSource) Close() error {
 	for _, in := range s.inputs {
 		if in.file != nil {
 			in.file.Close()
 		}
+		if in.closer != nil {
+			in.closer.Close()
+		}
 		in.lines.close()
 	}
-	if s.temp != nil {
-		s.temp.Close()
-		os.Remove(s.temp.Name())
-		s.temp = nil
+	for _, t := range s.temps {
+		t.Close()
+		os.Remove(t.Name())
 	}
+	s.temps = nil
 	return nil
 }
 
@@ -575,11 +646,11 @@ func newOrderedSource(fs *fileSource, reverse bool) (*orderedSource, error) {
 		}
 		tmp, err := os.CreateTemp("", "autoheal-replay-stdin-*")
 		if err != nil {
-			return nil, fmt.Errorf("copy stdin to a temporary file (to decide it in time order; --order input streams it instead): %w", err)
+			return nil, fmt.Errorf("copy %s to a temporary file (to decide it in time order; --order input streams it instead): %w", in.name, err)
 		}
-		fs.temp = tmp
+		fs.temps = append(fs.temps, tmp) // one per stream: stdin, a pipe, <(...)
 		if _, err := io.Copy(tmp, in.r); err != nil {
-			return nil, fmt.Errorf("copy stdin to %s: %w", tmp.Name(), err)
+			return nil, fmt.Errorf("copy %s to %s: %w", in.name, tmp.Name(), err)
 		}
 		in.file, in.r, in.lines = tmp, nil, &lineCounter{name: tmp.Name()}
 	}

@@ -35,6 +35,13 @@ Output: --format text (aligned tables), json (one object per incident, one a
 line), or csv; --html FILE also writes a self-contained page with the summary
 and a timeline, one row per incident, one coloured bar per phase.
 
+Input that is not records is named, with the command that reads it: audit
+log entries (autoheal replay), autoheal replay --format json output; with
+no record at all that is exit 3. Records decided long after their event
+(a replay at the wall clock) are counted in a warning.
+
+` + exitCodesHelp + `
+
 Flags:
 `
 
@@ -62,6 +69,7 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	var next func() (report.Record, error)
 	var closeInput func()
+	skipped := func() report.Skipped { return report.Skipped{} }
 	if *fromLogging {
 		if fs.NArg() > 0 {
 			return usagef("--from-logging reads Cloud Logging: give no FILE arguments (got %q)", fs.Args())
@@ -88,7 +96,7 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		ls, err := logsource.New(ctx, loggingClientOptions...)
 		if err != nil {
-			return fmt.Errorf("--from-logging (Application Default Credentials): %w", err)
+			return setupf("--from-logging: Cloud Logging client (Application Default Credentials): %v", err)
 		}
 		fmt.Fprintf(stderr, "reading records of project %s from %s to %s\n", *project, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 		p := &progress{w: stderr}
@@ -119,7 +127,7 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err != nil {
 			return err
 		}
-		next, closeInput = in.next, in.close
+		next, closeInput, skipped = in.next, in.close, in.skippedSoFar
 	}
 	defer closeInput()
 
@@ -134,6 +142,8 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 
 	g := report.NewGrouper()
+	read, late := 0, 0
+	decided := map[string]bool{}
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("interrupted: %w", err)
@@ -142,10 +152,33 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		var fe *report.FormatError
+		if errors.As(err, &fe) {
+			return &exitStatus{code: exitNoEntries, msg: fmt.Sprintf("read records: %v; no report written", err)}
+		}
 		if err != nil {
 			return fmt.Errorf("read records: %w", err)
 		}
+		read++
+		// The first record of an event is its decision; later ones
+		// (continuations, the resume watch) come late by design.
+		if rec.InsertID != "" && !decided[rec.InsertID] {
+			decided[rec.InsertID] = true
+			if !rec.EventTime.IsZero() && rec.Time.Sub(rec.EventTime) > lateDecision {
+				late++
+			}
+		}
 		g.Add(rec)
+	}
+	if msg := notRecords(skipped(), read); msg != "" {
+		if read == 0 {
+			return &exitStatus{code: exitNoEntries, msg: msg}
+		}
+		fmt.Fprintf(stderr, "autoheal report: %s\n", msg)
+	}
+	if late > 0 {
+		fmt.Fprintf(stderr, "autoheal report: %s decided more than %s after they happened (replayed at the wall clock?): detection and downtime count that delay; autoheal replay --clock event --records FILE decides each at its own time\n",
+			plural(late, "event was", "events were"), shortDuration(lateDecision))
 	}
 	incs := g.Incidents()
 	sum := report.Summarize(incs)
@@ -172,12 +205,53 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	return nil
 }
 
+// lateDecision: a record decided this long after its event was most likely
+// replayed at the wall clock, not by the function during the incident.
+const lateDecision = time.Hour
+
+// notRecords says, when the input held objects that are not records, what
+// they are and which command reads them; "" when it held none.
+func notRecords(s report.Skipped, read int) string {
+	var what, instead string
+	switch {
+	case s.AuditEntries > 0:
+		what = plural(s.AuditEntries, "TPU audit log entry", "TPU audit log entries")
+		instead = "autoheal replay reads those: autoheal replay --clock event --fleet FLEET --records records.jsonl FILE, then autoheal report records.jsonl"
+	case s.ReplayOutput > 0:
+		what = plural(s.ReplayOutput, "object of autoheal replay --format json", "objects of autoheal replay --format json")
+		instead = "its decisions are not records: run autoheal replay --records records.jsonl ... (the full records), then autoheal report records.jsonl"
+	default:
+		if read == 0 && s.Other > 0 {
+			return fmt.Sprintf("the input holds %s, none of them a tpu-autoheal record (no action): no report", plural(s.Other, "JSON object", "JSON objects"))
+		}
+		return ""
+	}
+	skippedNote := "skipped"
+	if read == 0 {
+		skippedNote = "and no record"
+	}
+	return fmt.Sprintf("the input holds %s, not tpu-autoheal records (%s); %s", what, skippedNote, instead)
+}
+
 // reportInputs reads files and stdin one after another.
 type reportInputs struct {
 	names   []string
 	readers []io.Reader
 	closers []io.Closer
 	cur     *report.Reader
+	skipped report.Skipped // of the inputs read to the end
+}
+
+// skippedSoFar is what the readers passed over, the current one included.
+func (in *reportInputs) skippedSoFar() report.Skipped {
+	s := in.skipped
+	if in.cur != nil {
+		c := in.cur.Skipped()
+		s.AuditEntries += c.AuditEntries
+		s.ReplayOutput += c.ReplayOutput
+		s.Other += c.Other
+	}
+	return s
 }
 
 // openReportInputs opens every input up front, so that an unreadable file
@@ -193,6 +267,9 @@ func openReportInputs(args []string, stdin io.Reader) (*reportInputs, error) {
 		if o.file != nil {
 			in.closers = append(in.closers, o.file)
 		}
+		if o.closer != nil {
+			in.closers = append(in.closers, o.closer)
+		}
 	}
 	return in, nil
 }
@@ -204,6 +281,7 @@ func (in *reportInputs) next() (report.Record, error) {
 		}
 		rec, err := in.cur.Next()
 		if errors.Is(err, io.EOF) {
+			in.skipped = in.skippedSoFar()
 			in.names, in.readers, in.cur = in.names[1:], in.readers[1:], nil
 			continue
 		}

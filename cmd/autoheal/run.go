@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -28,11 +29,13 @@ Usage:
   autoheal resume [--project P] [--zone Z] [--node N] --ledger-project H                 lift a pause
   autoheal status --ledger-project H [--node N [--spec]]   pauses, holds, open breakers, unfinished recoveries
   autoheal breaker reset --zone Z --ledger-project H       close a zone's storm breaker
+  autoheal preflight --project H --topic T --service-account E --database D   who else can steer it
 
 Run "autoheal COMMAND -h" for a command's flags.
 Try it with no credentials at all:
-  go run ./cmd/autoheal demo
-`
+  autoheal demo
+
+` + exitCodesHelp
 
 // errHelp is returned when -h was asked for; the usage was printed and the
 // exit status is 0.
@@ -45,6 +48,12 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// setupf is a setup error found before any work (a client that cannot be
+// built, missing credentials): exit 2, like a usage error.
+func setupf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
@@ -71,7 +80,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "publish":
 		return runPublish(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
-		return runVersion(rest, stdout)
+		return runVersion(rest, stdout, stderr)
 	case "pause":
 		return runPause(ctx, rest, stdout, stderr)
 	case "resume":
@@ -80,6 +89,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runStatus(ctx, rest, stdout, stderr)
 	case "breaker":
 		return runBreaker(ctx, rest, stdout, stderr)
+	case "preflight":
+		return runPreflight(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return nil
@@ -120,7 +131,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 			return errHelp
 		}
 		if err != nil {
-			return usagef("%s: %v (see autoheal %s -h)", fs.Name(), err, fs.Name())
+			return usagef("%s: %v%s (see autoheal %s -h)", fs.Name(), err, suggestFlag(fs, err), fs.Name())
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -145,7 +156,7 @@ func (f durationFlag) String() string {
 	if f.d == nil {
 		return ""
 	}
-	return f.d.String()
+	return shortDuration(*f.d)
 }
 
 func (f durationFlag) Set(s string) error {
@@ -178,4 +189,88 @@ func (l *listFlag) Set(s string) error {
 		}
 	}
 	return nil
+}
+
+// flagGiven reports whether the flag was set on the command line (not left
+// at its default).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// exitCodesHelp is the exit-code table every command's help ends with.
+const exitCodesHelp = `Exit codes, the same for every command (when several apply, the first of
+2 3 1 5 4 wins):
+  0  done
+  2  usage or setup: bad flags or arguments, unreadable files, missing
+     credentials; found before any work, nothing was done
+  3  the input has bytes but not one entry (or record) could be read from it
+  1  a transient failure: run it again
+  5  needs a person: a breaker tripped, a recovery the run started is
+     abandoned or unfinished, or (preflight) an unexpected principal
+  4  --strict: some entry was rejected
+`
+
+// zoneID is the shape of a Compute Engine zone id: us-central2-b,
+// europe-west4-a, northamerica-northeast1-c.
+var zoneID = regexp.MustCompile(`^[a-z]+(-[a-z]+)+[0-9]+-[a-z]$`)
+
+// checkZone refuses what cannot be a zone id (a typo such as
+// us-central2-bb, a path, a region), offline, before any work.
+func checkZone(what, zone string) error {
+	if !zoneID.MatchString(zone) {
+		return usagef("%s %q: not a zone id (such as us-central2-b)", what, zone)
+	}
+	return nil
+}
+
+// suggestFlag is ", did you mean --NAME?" for an unknown flag with a defined
+// one close to it (edit distance at most 2, or one a prefix of the other),
+// else "".
+func suggestFlag(fs *flag.FlagSet, err error) string {
+	const prefix = "flag provided but not defined: -"
+	msg := err.Error()
+	if !strings.HasPrefix(msg, prefix) {
+		return ""
+	}
+	typed := strings.TrimLeft(strings.TrimPrefix(msg, prefix), "-")
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		if d := editDistance(typed, f.Name); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	if best == "" && len(typed) >= 3 {
+		fs.VisitAll(func(f *flag.Flag) {
+			if best == "" && (strings.HasPrefix(f.Name, typed) || strings.HasPrefix(typed, f.Name)) {
+				best = f.Name
+			}
+		})
+	}
+	if best == "" {
+		return ""
+	}
+	return ", did you mean --" + best + "?"
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -33,6 +33,7 @@ Point a Pub/Sub push subscription at http://HOST:PORT/projects/P/topics/T
 CloudEvent. SIGINT or SIGTERM stops accepting requests and waits up to
 --drain for those in flight.
 
+` + exitCodesHelp + `
 Flags:
 `
 

@@ -15,6 +15,7 @@ itself with AUTOHEAL_TPU_ENDPOINT=http://HOST:PORT — can be tried end to end
 without credentials. Runs until SIGINT or SIGTERM, then prints the calls it
 received and writes the fleet as it then is to --fleet-out.
 
+` + exitCodesHelp + `
 Flags:
 `
 

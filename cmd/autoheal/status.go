@@ -20,34 +20,50 @@ open storm breakers, and unfinished recoveries. With --node, what it knows of
 that node; with --spec, the node's saved spec as JSON (metadata values
 included: it is what a recreate would use).
 
+` + exitCodesHelp + `
 Flags:
 `
 
-// statusReport is status's JSON output. Specs are never in it (metadata
-// values stay in the ledger); status --node N --spec prints one.
+// statusReport is status's JSON output (docs/schema/status.schema.json):
+// camelCase keys, every list present ([] when empty). Specs are never in it
+// (metadata values stay in the ledger); status --node N --spec prints one.
 type statusReport struct {
-	Pauses       []remediate.Pause  `json:"pauses"`
-	Holds        []statusHold       `json:"holds"`
-	OpenBreakers []statusBreaker    `json:"openBreakers"`
-	Unfinished   []statusRecovery   `json:"unfinished"`
-	Node         *statusNodeHistory `json:"node,omitempty"`
+	Pauses       []statusPause    `json:"pauses"`
+	Holds        []statusHold     `json:"holds"`
+	OpenBreakers []statusBreaker  `json:"openBreakers"`
+	Unfinished   []statusRecovery `json:"unfinished"`
+}
+
+type statusPause struct {
+	Scope   string    `json:"scope"`   // project, zone or node
+	Project string    `json:"project"` // "" for a zone pause of every project, or a node pause
+	Zone    string    `json:"zone"`
+	Node    string    `json:"node"`
+	What    string    `json:"what"` // what it covers, for people
+	Reason  string    `json:"reason"`
+	By      string    `json:"by"`
+	Since   time.Time `json:"since"`
+}
+
+func pauseStatus(p remediate.Pause) statusPause {
+	return statusPause{Scope: string(p.Scope), Project: p.Project, Zone: p.Zone, Node: p.Node, What: p.What(), Reason: p.Reason, By: p.By, Since: p.Since}
 }
 
 type statusHold struct {
 	Node    string    `json:"node"`
-	NodeID  int64     `json:"nodeId,omitempty"`
+	NodeID  int64     `json:"nodeId"`
 	Since   time.Time `json:"since"`
 	Expires time.Time `json:"expires"`
 	Expired bool      `json:"expired"`
-	EventID string    `json:"eventId,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
+	EventID string    `json:"eventId"`
+	Reason  string    `json:"reason"`
 }
 
 type statusBreaker struct {
 	Zone     string    `json:"zone"`
 	Started  int       `json:"started"`
 	Limit    int       `json:"limit"`
-	Window   string    `json:"window"`
+	Window   string    `json:"window"` // as people write it: 1h
 	Until    time.Time `json:"until"`
 	Reported bool      `json:"tripReported"`
 }
@@ -62,16 +78,25 @@ type statusRecovery struct {
 	LeaseUntil time.Time `json:"leaseUntil"`
 	StartedAt  time.Time `json:"startedAt"`
 	SpecSaved  bool      `json:"specSaved"`
-	LastError  string    `json:"lastError,omitempty"`
+	LastError  string    `json:"lastError"`
 }
 
+// statusNodeHistory is status --node's JSON output
+// (docs/schema/status-node.schema.json); absent parts are null.
 type statusNodeHistory struct {
-	Node      string           `json:"node"`
-	Recovery  *statusRecovery  `json:"recovery,omitempty"`
-	Recreates []time.Time      `json:"recreates"`
-	Deferral  *statusDeferral  `json:"deferral,omitempty"`
-	Hold      *remediate.Hold  `json:"hold,omitempty"`
-	Pause     *remediate.Pause `json:"pause,omitempty"`
+	Node      string          `json:"node"`
+	Recovery  *statusRecovery `json:"recovery"`
+	Recreates []time.Time     `json:"recreates"`
+	Deferral  *statusDeferral `json:"deferral"`
+	Hold      *statusNodeHold `json:"hold"`
+	Pause     *statusPause    `json:"pause"`
+}
+
+type statusNodeHold struct {
+	Since   time.Time `json:"since"`
+	NodeID  int64     `json:"nodeId"`
+	EventID string    `json:"eventId"`
+	Reason  string    `json:"reason"`
 }
 
 type statusDeferral struct {
@@ -89,12 +114,13 @@ func recoveryStatus(r remediate.Recovery) statusRecovery {
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", statusHelp, stderr)
-	lf := addLedgerFlags(fs)
+	lf := addLedgerFlags(fs, true)
 	format := fs.String("format", "text", "output `format`: text or json")
 	node := fs.String("node", "", "show this `node` (projects/P/locations/Z/nodes/N)")
 	spec := fs.Bool("spec", false, "with --node: print the node's saved spec as JSON")
-	breaker := fs.String("breaker", fmt.Sprintf("%d/%s", remediate.DefaultBreakerLimit, remediate.DefaultBreakerWindow), "the function's storm breaker `LIMIT/WINDOW` (AUTOHEAL_BREAKER), to tell which breakers are open")
-	window := fs.Duration("window", remediate.DefaultConfig().Window, "window of the recreates listed with --node (AUTOHEAL_WINDOW)")
+	breaker := fs.String("breaker", fmt.Sprintf("%d/%s", remediate.DefaultBreakerLimit, shortDuration(remediate.DefaultBreakerWindow)), "the function's storm breaker `LIMIT/WINDOW` (AUTOHEAL_BREAKER), to tell which breakers are open")
+	var window time.Duration
+	durationVar(fs, &window, "window", remediate.DefaultConfig().Window, "`window` of the recreates listed with --node (AUTOHEAL_WINDOW)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -126,7 +152,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	now := time.Now().UTC()
 
 	if *node != "" {
-		h, err := store.History(ctx, *node, project, "", now, *window)
+		h, err := store.History(ctx, *node, project, "", now, window)
 		if err != nil {
 			return fmt.Errorf("status of %s: %w", *node, err)
 		}
@@ -141,9 +167,13 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return printNodeStatus(stdout, *format, *node, h)
 	}
 
-	var rep statusReport
-	if rep.Pauses, err = store.Pauses(ctx); err != nil {
+	rep := statusReport{Pauses: []statusPause{}, Holds: []statusHold{}, OpenBreakers: []statusBreaker{}, Unfinished: []statusRecovery{}}
+	pauses, err := store.Pauses(ctx)
+	if err != nil {
 		return fmt.Errorf("status: %w", err)
+	}
+	for _, p := range pauses {
+		rep.Pauses = append(rep.Pauses, pauseStatus(p))
 	}
 	holds, err := store.Holds(ctx, now)
 	if err != nil {
@@ -159,7 +189,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("status: %w", err)
 	}
 	for _, b := range open {
-		rep.OpenBreakers = append(rep.OpenBreakers, statusBreaker{Zone: b.Zone, Started: b.Started, Limit: b.Limit, Window: b.Window.String(), Until: b.Until, Reported: b.Tripped})
+		rep.OpenBreakers = append(rep.OpenBreakers, statusBreaker{Zone: b.Zone, Started: b.Started, Limit: b.Limit, Window: shortDuration(b.Window), Until: b.Until, Reported: b.Tripped})
 	}
 	un, err := store.Unfinished(ctx)
 	if err != nil {
@@ -189,7 +219,7 @@ func printStatus(w io.Writer, rep statusReport) error {
 	p := &errWriter{w: w}
 	p.printf("pauses: %d\n", len(rep.Pauses))
 	for _, x := range rep.Pauses {
-		p.printf("  %s  by %s since %s: %s\n", x.What(), x.By, ts(x.Since), x.Reason)
+		p.printf("  %s  by %s since %s: %s\n", x.What, x.By, ts(x.Since), x.Reason)
 	}
 	p.printf("holds: %d\n", len(rep.Holds))
 	for _, h := range rep.Holds {
@@ -216,7 +246,17 @@ func printStatus(w io.Writer, rep statusReport) error {
 }
 
 func printNodeStatus(w io.Writer, format, node string, h remediate.History) error {
-	st := statusNodeHistory{Node: node, Recreates: h.Recreates, Hold: h.Hold, Pause: h.Pause}
+	st := statusNodeHistory{Node: node, Recreates: h.Recreates}
+	if st.Recreates == nil {
+		st.Recreates = []time.Time{}
+	}
+	if h.Hold != nil {
+		st.Hold = &statusNodeHold{Since: h.Hold.Since, NodeID: h.Hold.NodeID, EventID: h.Hold.EventID, Reason: h.Hold.Reason}
+	}
+	if h.Pause != nil {
+		ps := pauseStatus(*h.Pause)
+		st.Pause = &ps
+	}
 	if h.Recovery != nil {
 		r := recoveryStatus(*h.Recovery)
 		st.Recovery = &r
@@ -230,7 +270,7 @@ func printNodeStatus(w io.Writer, format, node string, h remediate.History) erro
 	p := &errWriter{w: w}
 	p.printf("node %s\n", node)
 	if st.Pause != nil {
-		p.printf("  paused: %s\n", st.Pause.Why())
+		p.printf("  paused: %s\n", h.Pause.Why())
 	}
 	if st.Hold != nil {
 		p.printf("  held since %s (event %s): %s\n", ts(st.Hold.Since), st.Hold.EventID, st.Hold.Reason)

@@ -17,23 +17,31 @@ import (
 const sweepHelp = `Usage: autoheal sweep [flags] --projects P --zones Z
 
 Runs the function's sweep once: lists the opted-in nodes of the projects in
-the zones, and decides and acts on each as on an event (the ledger is in
-memory, so there are no unfinished recoveries or deferrals to resume). Prints
-one line per swept node, healthy ones included, like replay, and a summary
-that counts nodes and says which locations could not be listed.
+the zones, and decides and acts on each as on an event, maintenance notices
+included (--maintenance). The recoveries it starts are then finished as the
+function's next sweeps would finish them: on the simulated fleet at once,
+on the real API (with --apply) by waiting for each next look. The ledger is
+in memory, fresh for the run. Prints one line per swept node, healthy ones
+included, like replay, each recovery started with its outcome, and a
+summary that counts nodes and says what each location held (a zone that
+does not exist is an error, exit 2).
 
 Without --fleet it reads the real TPU API (Application Default Credentials)
 or the one at --tpu-endpoint, and changes nothing: nodes are decided and
 recorded only, unless --apply is given. With --fleet it acts on the
 simulated fleet.
 
+` + columnLegend + `
+` + exitCodesHelp + `
 Flags:
 `
 
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sweep", sweepHelp, stderr)
 	target := addTargetFlags(fs)
-	policy := addPolicyFlags(fs)
+	// A one-shot sweep handles no events (so no event ids to remember,
+	// no user holds) and runs no resume watch: those flags would do nothing.
+	policy := addPolicyFlags(fs, "event-ttl", "hold-ttl", "resume-watch")
 	format := fs.String("format", "text", "output `format`: text or json")
 	var projects, zones listFlag
 	fs.Var(&projects, "projects", "`projects` to sweep (comma-separated, repeatable)")
@@ -55,6 +63,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(zones) == 0 {
 		return usagef("--zones is required")
 	}
+	for _, z := range zones {
+		if err := checkZone("sweep --zones", z); err != nil {
+			return err
+		}
+	}
 	if err := checkPositive("budget", budget); err != nil {
 		return err
 	}
@@ -72,13 +85,25 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if tg.readOnly {
 		cfg.DryRun = true
 	}
+	if err := tg.checkZones(ctx, projects, zones); err != nil {
+		tg.close()
+		return err
+	}
+	clk := &replayClock{base: time.Now, realWait: tg.srv == nil && !tg.readOnly, stderr: stderr}
+	target.simNow = clk.now
+	store := ledger.NewMemory(ledger.WithClock(clk.now))
+	tracker := newOutcomeRecorder(discardRecorder{})
 	listed := &listingTPU{TPU: tg.tpu}
 	h := &remediate.Handler{
 		TPU:      listed,
-		Store:    ledger.NewMemory(),
-		Recorder: discardRecorder{},
+		Store:    store,
+		Recorder: tracker,
 		Config:   cfg,
 		Holder:   "autoheal-sweep",
+		Now:      clk.now,
+	}
+	if tg.maint != nil {
+		h.Maintenance = &remediate.Maintainer{TPU: tg.maint, Notices: ledger.NewMemoryNotices(), Recorder: tracker, Config: cfg, Now: clk.now}
 	}
 	start := time.Now()
 	res, runErr := h.Sweep(ctx, remediate.SweepOptions{Projects: projects, Zones: zones, Budget: budget})
@@ -88,26 +113,31 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			runErr = fmt.Errorf("write output: %w", err)
 		}
 	}
-	notes := []string{fmt.Sprintf("locations: %s; took %.1fs", listed.summary(), time.Since(start).Seconds())}
-	if tg.readOnly {
-		notes = append(notes, "read-only: decided and recorded, nothing was changed (add --apply to act on the TPU API)")
+	if runErr == nil {
+		runErr = continueRecoveries(ctx, h, clk)
 	}
-	if err := p.finish(notes...); err != nil && runErr == nil {
-		runErr = fmt.Errorf("write output: %w", err)
+	outs, err := tracker.results(ctx, store)
+	if err != nil && runErr == nil {
+		runErr = err
 	}
+	sum := p.tally.summary("nodes")
+	sum.ReadOnly, sum.Recoveries = tg.readOnly, countRecoveries(outs)
+	sum.Notes = append(sum.Notes, fmt.Sprintf("locations: %s; took %.1fs", listed.summary(), time.Since(start).Seconds()))
+	if !res.Complete {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("stopped after --budget %s before listing every node", shortDuration(budget)))
+	}
+	apply := map[int]string{}
+	if len(res.Errors) > 0 {
+		apply[exitTransient] = fmt.Sprintf("sweep: %d location(s) could not be listed; their nodes were not checked: %s", len(res.Errors), strings.Join(res.Errors, "; "))
+	}
+	exit, runErr := p.end(sum, outs, apply, runErr)
 	if err := tg.finish(); err != nil && runErr == nil {
 		runErr = err
 	}
 	if runErr != nil {
 		return fmt.Errorf("sweep: %w", runErr)
 	}
-	if !res.Complete {
-		fmt.Fprintf(stderr, "sweep stopped after --budget %v before listing every node\n", budget)
-	}
-	if len(res.Errors) > 0 {
-		return fmt.Errorf("sweep: %d location(s) could not be listed; their nodes were not checked: %s", len(res.Errors), strings.Join(res.Errors, "; "))
-	}
-	return nil
+	return exit
 }
 
 // sweepLines is one line per swept node: its record when the sweep wrote

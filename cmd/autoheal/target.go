@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	tpu "google.golang.org/api/tpu/v2"
@@ -86,7 +88,7 @@ type target struct {
 	readOnly bool
 
 	legacy *tpulegacy.Client        // the v1 client of the real API, nil otherwise
-	maint  remediate.MaintenanceTPU // maint (#10): simulated fleet only, nil for the real API
+	maint  remediate.MaintenanceTPU // the maintenance calls (read-only unless --apply on the real API)
 }
 
 // open checks the flags and opens the control plane. It reads the fleet file
@@ -104,24 +106,37 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 			}
 			c, err := tpuapi.NewFromOptions(ctx, opts...)
 			if err != nil {
-				return nil, fmt.Errorf("TPU API client for --tpu-endpoint %s: %w", t.endpoint, err)
+				return nil, setupf("TPU API client for --tpu-endpoint %s: %v", t.endpoint, err)
 			}
 			tg.tpu = c
 		} else {
 			c, err := tpuapi.NewFromOptions(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("TPU API client (Application Default Credentials; use --fleet FILE to run without credentials): %w", err)
+				return nil, setupf("TPU API client (Application Default Credentials; use --fleet FILE to run without credentials): %v", err)
 			}
 			// Legacy TPU Nodes go through the v1 API (tpulegacy); the
 			// gRPC connection is dialled on first use.
 			legacy, err := tpulegacy.NewFromOptions(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("TPU v1 API client for legacy TPU Nodes (Application Default Credentials): %w", err)
+				return nil, setupf("TPU v1 API client for legacy TPU Nodes (Application Default Credentials): %v", err)
 			}
 			tg.tpu, tg.legacy = tpuapi.Router{V2: c, V1: legacy}, legacy
 		}
+		// Maintenance notices are decided as the function decides them
+		// (function.newMaintainer): the v2 and v2alpha1 clients on the
+		// same endpoint.
+		epOpts, err := tpuapi.EndpointOptions(t.endpoint)
+		if err != nil {
+			return nil, usagef("--tpu-endpoint: %v", err)
+		}
+		m, err := tpuapi.NewMaintenanceFromOptions(ctx, epOpts...)
+		if err != nil {
+			return nil, setupf("TPU API client for maintenance (Application Default Credentials; use --fleet FILE to run without credentials): %v", err)
+		}
+		tg.maint = m
 		if tg.readOnly {
 			tg.tpu = readOnlyTPU{tg.tpu}
+			tg.maint = readOnlyMaintenance{tg.maint}
 		}
 		return tg, nil
 	}
@@ -164,8 +179,8 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 	}
 	c := tpuapi.New(svc)
 	tg.tpu = c
-	// maint (#10): the simulated fleet also serves patch, guest attributes
-	// and v2alpha1 performMaintenance.
+	// The simulated fleet also serves patch, guest attributes and
+	// v2alpha1 performMaintenance.
 	if tg.maint, err = tpuapi.NewMaintenanceFromOptions(ctx, tg.srv.ClientOptions()...); err != nil {
 		tg.close()
 		return nil, fmt.Errorf("simulated TPU API client: %w", err)
@@ -218,4 +233,56 @@ func (readOnlyTPU) CreateNode(context.Context, string, string, *tpu.Node) (strin
 }
 func (readOnlyTPU) ResetQueuedResource(context.Context, string) (string, error) {
 	return "", errReadOnly
+}
+
+// readOnlyMaintenance passes the maintenance reads through and refuses the
+// mutations, as readOnlyTPU does.
+type readOnlyMaintenance struct{ remediate.MaintenanceTPU }
+
+func (readOnlyMaintenance) PatchNodeMetadata(context.Context, string, map[string]string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyMaintenance) PerformMaintenance(context.Context, string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyMaintenance) PerformMaintenanceQueuedResource(context.Context, string, []string) (string, error) {
+	return "", errReadOnly
+}
+
+// checkZones refuses, before any work, a zone the control plane does not
+// know: on the simulated fleet, a zone none of its nodes is in; on the real
+// API, one whose listing answers NOT FOUND.
+func (tg *target) checkZones(ctx context.Context, projects, zones []string) error {
+	if tg.srv != nil {
+		known := map[string]bool{}
+		for _, n := range tg.srv.Fleet().Nodes {
+			if _, z := remediate.NodeProjectZone(n.Name); z != "" {
+				known[z] = true
+			}
+		}
+		for _, z := range zones {
+			if !known[z] {
+				return usagef("--zones %s: no such zone in the fleet file (its zones: %s)", z, strings.Join(sortedKeys(known), ", "))
+			}
+		}
+		return nil
+	}
+	for _, p := range projects {
+		for _, z := range zones {
+			parent := "projects/" + p + "/locations/" + z
+			if _, _, err := tg.tpu.ListNodes(ctx, parent, ""); remediate.IsNotFound(err) {
+				return usagef("--zones %s: no such zone: the TPU API has no location %s", z, parent)
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -10,11 +10,22 @@ import (
 // readBuildInfo is debug.ReadBuildInfo, replaced in tests.
 var readBuildInfo = debug.ReadBuildInfo
 
+const versionHelp = `Usage: autoheal version
+
+Prints the module version and the VCS revision the binary was built from, as
+the Go toolchain stamped them.
+
+` + exitCodesHelp
+
 // runVersion prints the module version and the VCS revision the binary was
 // built from, as the Go toolchain stamped them.
-func runVersion(args []string, stdout io.Writer) error {
-	if len(args) > 0 {
-		return usagef("version takes no arguments (got %q)", args)
+func runVersion(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("version", versionHelp, stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("version takes no arguments (got %q)", fs.Args())
 	}
 	_, err := fmt.Fprintln(stdout, versionLine())
 	return err

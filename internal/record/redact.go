@@ -1,6 +1,8 @@
 package record
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,13 +11,11 @@ import (
 )
 
 // RedactSpec returns a copy of n whose metadata values are replaced by
-// their length and a short SHA-256 prefix ("redacted: 1234 bytes,
-// sha256:0123456789ab"). Metadata holds ssh-keys, startup scripts and
-// whatever else users put there; anyone with log-viewer access reads
-// records, so no value reaches one. The keys stay (a person can see that
-// startup-script changed, and the hash says whether two specs carry the same
-// value); the full spec is kept in the ledger only (`autoheal status --node N
-// --spec`). n itself is not changed.
+// RedactValue's text. Metadata holds ssh-keys, startup scripts and whatever
+// else users put there; anyone with log-viewer access reads records, so no
+// value reaches one. The keys stay (a person can see that startup-script is
+// there); the full spec is kept in the ledger only (`autoheal status --node
+// N --spec`). n itself is not changed.
 func RedactSpec(n *tpu.Node) *tpu.Node {
 	if n == nil || len(n.Metadata) == 0 {
 		return n
@@ -28,8 +28,24 @@ func RedactSpec(n *tpu.Node) *tpu.Node {
 	return &c
 }
 
-// RedactValue is what a record shows instead of a metadata value.
+// redactionKey keys RedactValue's digest. It is drawn at random when the
+// process starts and kept in memory only: it is in no record, no file and
+// no source, so a digest in a record cannot be used to confirm a guessed
+// value (an unkeyed hash of a short secret or a known script can be
+// brute-forced or looked up). The price: two digests compare only when
+// the same process wrote both (one function instance, one CLI run).
+var redactionKey = func() []byte {
+	k := make([]byte, 32)
+	rand.Read(k) // never fails: crypto/rand aborts the process rather than return short
+	return k
+}()
+
+// RedactValue is what a record shows instead of a metadata value: its
+// length and the first 48 bits of an HMAC-SHA256 keyed by redactionKey
+// ("redacted: 1234 bytes, hmac:0123456789ab"). Equal values written by one
+// process show the same digest; across processes digests mean nothing.
 func RedactValue(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return fmt.Sprintf("redacted: %d bytes, sha256:%s", len(v), hex.EncodeToString(sum[:6]))
+	m := hmac.New(sha256.New, redactionKey)
+	m.Write([]byte(v))
+	return fmt.Sprintf("redacted: %d bytes, hmac:%s", len(v), hex.EncodeToString(m.Sum(nil)[:6]))
 }

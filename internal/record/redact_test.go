@@ -3,7 +3,14 @@ package record_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,7 +63,7 @@ func TestNoMetadataValueReachesARecord(t *testing.T) {
 	}
 	for k, v := range map[string]string{"ssh-keys": sshKeys, "startup-script": script} {
 		got, _ := meta[k].(string)
-		if !strings.HasPrefix(got, "redacted: ") || !strings.Contains(got, " bytes, sha256:") {
+		if !strings.HasPrefix(got, "redacted: ") || !strings.Contains(got, " bytes, hmac:") {
 			t.Errorf("metadata %s = %q, want a redaction", k, got)
 		}
 		if want := len(v); !strings.Contains(got, ": "+itoa(want)+" bytes") {
@@ -68,15 +75,63 @@ func TestNoMetadataValueReachesARecord(t *testing.T) {
 	}
 }
 
-// TestRedactValueTellsEqualValuesApart: the same value gives the same
-// redaction, another value of the same length another one.
+// TestRedactValueTellsEqualValuesApart: within one process the same value
+// gives the same redaction, another value of the same length another one.
 func TestRedactValueTellsEqualValuesApart(t *testing.T) {
 	a, b, c := record.RedactValue("secret-1"), record.RedactValue("secret-1"), record.RedactValue("secret-2")
 	if a != b || a == c {
 		t.Errorf("RedactValue: %q, %q, %q; want the first two equal, the third different", a, b, c)
 	}
-	if a != "redacted: 8 bytes, sha256:"+a[len(a)-12:] || len(a[len(a)-12:]) != 12 {
-		t.Errorf("RedactValue = %q, want \"redacted: 8 bytes, sha256:<12 hex digits>\"", a)
+	if !regexp.MustCompile(`^redacted: 8 bytes, hmac:[0-9a-f]{12}$`).MatchString(a) {
+		t.Errorf("RedactValue = %q, want \"redacted: 8 bytes, hmac:<12 hex digits>\"", a)
+	}
+}
+
+// TestRedactionIsNoUnkeyedDigest: the digest a record shows is not a hash
+// anyone can compute from a guess: not a prefix of the value's SHA-256 (what
+// records showed before), nor of its HMAC under an empty key.
+func TestRedactionIsNoUnkeyedDigest(t *testing.T) {
+	for _, v := range []string{"", "hunter2", sshKeys, script} {
+		got := record.RedactValue(v)
+		sum := sha256.Sum256([]byte(v))
+		empty := hmac.New(sha256.New, nil)
+		empty.Write([]byte(v))
+		for name, d := range map[string][]byte{"sha256": sum[:], "hmac with an empty key": empty.Sum(nil)} {
+			if strings.HasSuffix(got, hex.EncodeToString(d[:6])) {
+				t.Errorf("RedactValue(%d bytes) = %q: shows the %s of the value", len(v), got, name)
+			}
+		}
+	}
+}
+
+// TestRedactionKeyIsPerProcess runs this test binary again: the other
+// process redacts the same value to another digest, since its key was
+// drawn afresh and is nowhere else.
+func TestRedactionKeyIsPerProcess(t *testing.T) {
+	if os.Getenv("REDACT_PRINT") != "" {
+		fmt.Print(record.RedactValue(os.Getenv("REDACT_PRINT")))
+		return
+	}
+	const v = "alice:ssh-ed25519 AAAA"
+	other := func() string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestRedactionKeyIsPerProcess$")
+		cmd.Env = append(os.Environ(), "REDACT_PRINT="+v)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("child process: %v", err)
+		}
+		line, _, _ := strings.Cut(string(out), "\n")
+		if !strings.HasPrefix(line, "redacted: ") {
+			t.Fatalf("child printed %q, want a redaction", out)
+		}
+		return line
+	}
+	first, second, here := other(), other(), record.RedactValue(v)
+	if first == second || first == here || second == here {
+		t.Errorf("three processes redacted one value to %q, %q, %q: want three digests", first, second, here)
+	}
+	if want := fmt.Sprintf("redacted: %d bytes, ", len(v)); !strings.HasPrefix(first, want) {
+		t.Errorf("child redaction %q, want it to start %q", first, want)
 	}
 }
 

@@ -221,10 +221,10 @@ func decideOurs(obs Observed, h History, rec Recovery, now time.Time, cfg Config
 		}
 		if !rec.NextLookAt.IsZero() {
 			return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
-				"recovery in flight: gen %d in phase %s, next look at %s", rec.Generation, rec.Phase, rec.NextLookAt.UTC().Format(time.RFC3339))}
+				"recovery in flight: %s (gen %d), next look at %s", rec.Phase, rec.Generation, rec.NextLookAt.UTC().Format(time.RFC3339))}
 		}
 		return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
-			"recovery in flight: gen %d held by %s until %s", rec.Generation, rec.Holder, rec.LeaseUntil.UTC().Format(time.RFC3339))}
+			"recovery in flight: %s (gen %d), held by %s until %s", rec.Phase, rec.Generation, rec.Holder, rec.LeaseUntil.UTC().Format(time.RFC3339))}
 	}
 	if node != nil {
 		// A healthy node our recovery created (our generation label), or

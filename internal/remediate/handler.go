@@ -377,14 +377,15 @@ func timedGet[T any](h *Handler, ctx context.Context, r *Record, kind EffectKind
 // record. It never retries: a failure is the state machine's to handle.
 func (h *Handler) call(ctx context.Context, r *Record, name, op string, f func(context.Context) (string, error)) error {
 	s := Step{Name: name, Start: h.now(), Operation: op}
-	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, h.callTimeout())
 	started, err := f(cctx)
 	cancel()
 	if started != "" {
 		s.Operation = started
 	}
-	s.Duration = time.Since(start)
+	// On the handler's clock, as Start is: a replay at the event clock
+	// records the incident's times, not those of the machine replaying it.
+	s.Duration = h.now().Sub(s.Start)
 	if err != nil {
 		s.Err = err.Error()
 	}

@@ -216,7 +216,7 @@ func DecideMaintenance(obs MaintenanceObserved, now time.Time, cfg Config) Maint
 			return record2(d, NoticeStepDryPrepare, claimed)
 		}
 		d.Action, d.Step = ActionPrepare, NoticeStepPrepare
-		d.Reason = fmt.Sprintf("%s: notice sent to the guest (metadata %s): checkpoint now", what, NoticeMetadataKey)
+		d.Reason = fmt.Sprintf("notice sent to the guest (metadata %s): checkpoint now; %s", NoticeMetadataKey, what)
 		d.Notice = &MaintenanceNotice{
 			Notice: um.WindowStartTime, SentAt: now.UTC(), Status: um.MaintenanceStatus, Type: um.Type,
 			WindowStart: um.WindowStartTime, WindowEnd: um.WindowEndTime, CanReschedule: um.CanReschedule,
@@ -251,7 +251,7 @@ func DecideMaintenance(obs MaintenanceObserved, now time.Time, cfg Config) Maint
 			return record2(d, NoticeStepDryMaintain, claimed)
 		}
 		d.Action, d.Step = ActionMaintain, NoticeStepMaintain
-		d.Reason = fmt.Sprintf("%s: every worker (%d) reported the checkpoint for this notice: maintenance started now", what, Workers(node))
+		d.Reason = fmt.Sprintf("maintenance started now: every worker (%d) reported the checkpoint for this notice; %s", Workers(node), what)
 		return d
 	}
 	timeout := cfg.CheckpointTimeout

@@ -219,9 +219,8 @@ func (m *Maintainer) maintain(ctx context.Context, node *tpu.Node, queuedResourc
 // failure is retried by the next delivery or sweep (the claim released).
 func maintCall[T any](m *Maintainer, ctx context.Context, r *Record, step string, f func() (string, T, error)) (T, error) {
 	s := Step{Name: step, Start: m.now()}
-	start := time.Now()
 	op, v, err := f()
-	s.Operation, s.Duration = op, time.Since(start)
+	s.Operation, s.Duration = op, m.now().Sub(s.Start) // on the Maintainer's clock, as Start is (see Handler.call)
 	if err != nil {
 		s.Err = err.Error()
 	}

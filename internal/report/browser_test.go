@@ -5,7 +5,9 @@ package report_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"html"
 	"image/png"
 	"os"
 	"os/exec"
@@ -142,4 +144,138 @@ func TestBrowserScreenshotShowsTheColouredBars(t *testing.T) {
 			t.Errorf("phase %s's colour %s covers %d pixels of the screenshot, want its bars (>= 400)", phase, report.PhaseColors[phase], n)
 		}
 	}
+}
+
+// The browser will not make a window narrower than 500 px, so each width
+// is an iframe of that width in a harness page: the report is the
+// iframe's srcdoc, which makes it same-origin with the harness, and the
+// script at the end of the report (fitScript) measures it while it loads
+// and writes what it found into the harness's <pre id="fit-WIDTH"> (the
+// iframe's name), which --dump-dom then shows. So the results are there
+// once the harness has loaded, with no waiting.
+
+// fitScript reports the window's width, whether the incidents table scrolls
+// inside its own box, and every problem seen: a page wider than its window,
+// a cell whose text is cut off or runs out of the cell, a table box wider
+// than the window, or one that does not scroll when its table is wider.
+const fitScript = `<script>
+(function () {
+  var problems = [];
+  var doc = document.documentElement, vw = doc.clientWidth;
+  if (doc.scrollWidth > vw) problems.push("the page is " + doc.scrollWidth + " px wide in a " + vw + " px window");
+  var box = document.getElementById("incidents-scroll"), table = document.getElementById("incidents-table");
+  var cells = table ? table.querySelectorAll("th, td") : [];
+  if (!box || !table) problems.push("no incidents table in its scroll box");
+  else {
+    var b = box.getBoundingClientRect();
+    if (b.right > vw + 0.5) problems.push("the table's box ends at " + b.right + " px, past the window's " + vw);
+    var ox = getComputedStyle(box).overflowX;
+    if (box.scrollWidth > box.clientWidth && ox !== "auto" && ox !== "scroll") problems.push("the table is wider than its box, which does not scroll (overflow-x " + ox + ")");
+    for (var i = 0; i < cells.length; i++) {
+      var c = cells[i], r = c.getBoundingClientRect(), st = getComputedStyle(c);
+      var name = (c.tagName === "TH" ? "header" : "row " + c.parentNode.rowIndex) + ", column " + (c.cellIndex + 1) + " " + JSON.stringify(c.textContent);
+      if (c.scrollWidth > c.clientWidth + 1 || c.scrollHeight > c.clientHeight + 1) problems.push(name + ": content " + c.scrollWidth + "x" + c.scrollHeight + " px in a " + c.clientWidth + "x" + c.clientHeight + " px cell");
+      var range = document.createRange();
+      range.selectNodeContents(c);
+      var t = range.getBoundingClientRect();
+      if (t.width > 0 && (t.left < r.left - 0.5 || t.right > r.right + 0.5 || t.top < r.top - 0.5 || t.bottom > r.bottom + 0.5)) problems.push(name + ": text runs out of the cell");
+      if (r.right > b.left + box.scrollWidth + 0.5) problems.push(name + ": past the end of the table's scroll area");
+      if (st.overflowX === "hidden" || st.overflowX === "clip" || st.textOverflow === "ellipsis") problems.push(name + ": cut by overflow " + st.overflowX + ", text-overflow " + st.textOverflow);
+    }
+  }
+  var out = parent.document.getElementById("fit-" + window.name);
+  out.textContent = JSON.stringify({ window: vw, cells: cells.length, tableWidth: table ? table.offsetWidth : 0,
+    scrolls: box ? box.scrollWidth > box.clientWidth : false, problems: problems });
+})();
+</script>
+`
+
+// longIncident adds an incident whose node name, accelerator type and
+// outcome are longer than any in night.jsonl (a skip reason of 40
+// characters before its colon, the longest outcome the report makes).
+const longIncident = `{"timestamp":"2026-11-20T03:20:00Z","insertId":"long-1","eventTime":"2026-11-20T03:19:58Z","action":"skip","node":"projects/acme-ml/locations/us-central2-b/nodes/llm-v5p-2048-pretraining-run-with-a-long-name","zone":"us-central2-b","cause":"maintenance","acceleratorType":"v5litepod-256-with-an-unusually-long-type","reason":"the node's service account is not one the function may use: x"}
+`
+
+// TestBrowserIncidentsTableFitsAt1280And390: at a laptop's 1280 px and a
+// phone's 390 px, the page is never wider than the window and no cell of
+// the incidents table is cut off: at 1280 the table fits as it is (long
+// names wrap inside their cells), at 390 it scrolls inside its own box.
+func TestBrowserIncidentsTableFitsAt1280And390(t *testing.T) {
+	bin := chromium(t)
+	recs := readFixture(t, "night.jsonl")
+	extra, err := report.ReadAll([]byte(longIncident))
+	if err != nil {
+		t.Fatal(err)
+	}
+	incs := report.Group(append(recs, extra...))
+	if len(incs) != 7 {
+		t.Fatalf("%d incidents, want night.jsonl's 6 and the long one", len(incs))
+	}
+	var b bytes.Buffer
+	if err := report.WriteHTML(&b, incs, report.Summarize(incs), "night of 2026-11-20"); err != nil {
+		t.Fatal(err)
+	}
+	page := html.EscapeString(strings.Replace(b.String(), "</body>", fitScript+"</body>", 1))
+	widths := []struct {
+		width   int
+		scrolls bool
+	}{
+		{1280, false},
+		{390, true},
+	}
+	var harness strings.Builder
+	harness.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"></head><body style=\"margin:0\">\n")
+	for _, w := range widths {
+		fmt.Fprintf(&harness, "<pre id=\"fit-%d\"></pre>\n", w.width)
+	}
+	for _, w := range widths {
+		// Tall enough that the page never scrolls down: its width is all
+		// the report's.
+		fmt.Fprintf(&harness, "<iframe name=\"%d\" width=\"%d\" height=\"6000\" style=\"border:0;display:block\" srcdoc=\"%s\"></iframe>\n", w.width, w.width, page)
+	}
+	harness.WriteString("</body></html>\n")
+	path := filepath.Join(t.TempDir(), "harness.html")
+	if err := os.WriteFile(path, []byte(harness.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := string(runChromium(t, bin, "--dump-dom", "--hide-scrollbars", "--window-size=1400,900", "file://"+path))
+
+	for _, w := range widths {
+		t.Run(fmt.Sprintf("%dpx", w.width), func(t *testing.T) {
+			m := regexp.MustCompile(fmt.Sprintf(`<pre id="fit-%d">([^<]*)</pre>`, w.width)).FindStringSubmatch(dom)
+			if m == nil || m[1] == "" {
+				t.Fatalf("the measuring script wrote nothing for %d px:\n%s", w.width, clipText(dom, 2000))
+			}
+			var got struct {
+				Window     int
+				Cells      int
+				TableWidth int
+				Scrolls    bool
+				Problems   []string
+			}
+			if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &got); err != nil {
+				t.Fatalf("measurements %q: %v", m[1], err)
+			}
+			t.Logf("%d px: table %d px wide, scrolls inside its box: %v", got.Window, got.TableWidth, got.Scrolls)
+			if got.Window != w.width {
+				t.Fatalf("the report's window is %d px wide, want %d", got.Window, w.width)
+			}
+			if want := 12 * (1 + len(incs)); got.Cells != want {
+				t.Errorf("%d cells measured, want %d (12 columns, a header and %d rows)", got.Cells, want, len(incs))
+			}
+			for _, p := range got.Problems {
+				t.Errorf("at %d px: %s", w.width, p)
+			}
+			if got.Scrolls != w.scrolls {
+				t.Errorf("at %d px the table scrolls inside its box: %v, want %v", w.width, got.Scrolls, w.scrolls)
+			}
+		})
+	}
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

@@ -91,6 +91,12 @@ type htmlLegend struct{ Phase, Color string }
 // no network): the summary, a timeline with one row per incident where each
 // phase is a coloured bar, and the incidents table.
 //
+// The page fits any window from a phone's 390 px up: the timeline and the
+// incidents table each scroll sideways inside their own box when wider
+// than the window (the node column stays in view), long names and
+// outcomes wrap inside their cells, and nothing is cut off
+// (TestBrowserIncidentsTableFitsAt1280And390 measures it in a browser).
+//
 // A page stays readable: with more than MaxHTMLIncidents incidents, the
 // timeline and table show the MaxHTMLIncidents that lost the most
 // chip-hours (in time order) and say how many were left out; the summary
@@ -179,6 +185,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
 body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 24px; color: #1d2433; background: #fff; }
@@ -195,10 +202,13 @@ svg .axis { stroke: #d8dde6; }
 svg text.outcome { fill: #5c6370; font-size: 11px; }
 .legend span { display: inline-block; margin-right: 14px; }
 .legend i { display: inline-block; width: 14px; height: 10px; margin-right: 4px; vertical-align: middle; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 13px; }
-th, td { border-bottom: 1px solid #e5e8ee; padding: 4px 10px; text-align: left; white-space: nowrap; }
-th { background: #f0f3f8; }
+th, td { border-bottom: 1px solid #e5e8ee; padding: 4px 10px; text-align: left; vertical-align: top; white-space: nowrap; background: #fff; }
+th { background: #f0f3f8; white-space: normal; vertical-align: bottom; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.text { white-space: normal; overflow-wrap: break-word; min-width: 5em; max-width: 24em; }
+th:first-child, td:first-child { position: sticky; left: 0; z-index: 1; }
 </style>
 </head>
 <body>
@@ -219,6 +229,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 <h2>Timeline</h2>
 {{if .Omitted}}<p class="sub" id="omitted">{{.Omitted}} incidents with the least chip-hours lost are not drawn; the summary counts them.</p>{{end}}
 <p class="legend">{{range .Legend}}<span><i style="background:{{.Color}}"></i>{{.Phase}}</span>{{end}}</p>
+<div class="scroll" id="timeline-scroll">
 <svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{f .Height}}" viewBox="0 0 {{.Width}} {{f .Height}}" role="img" aria-label="one row per incident, one bar per phase">
 {{range .Ticks}}<line class="axis" x1="{{f .X}}" y1="18" x2="{{f .X}}" y2="{{f $.Height}}"/><text x="{{f .X}}" y="12" text-anchor="middle">{{.Label}}</text>
 {{end}}{{range .Rows}}<g class="timeline-row" data-node="{{.Node}}" data-outcome="{{.Outcome}}">
@@ -228,13 +239,16 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 {{end}}<text class="outcome" x="{{f .OutcomeX}}" y="{{f .TextY}}" text-anchor="{{.OutcomeAnchor}}">{{.Outcome}}</text>
 </g>
 {{end}}</svg>
+</div>
 <h2>Incidents</h2>
+<div class="scroll" id="incidents-scroll">
 <table id="incidents-table">
 <thead><tr><th>node</th><th>TPU</th><th>chips</th><th>cause</th><th>first event (UTC)</th><th>detected</th><th>READY</th><th>resumed</th><th>downtime</th><th>progress lost</th><th>chip-hours</th><th>outcome</th></tr></thead>
 <tbody>
-{{range .Incidents}}<tr class="incident"><td title="{{.Node}}">{{short .Node}}</td><td>{{.AcceleratorType}}</td><td class="num">{{chips .Chips}}</td><td>{{.Cause}}</td><td>{{at .Start}}</td><td class="num">{{off .Start .Detected}}</td><td class="num">{{off .Start .Recovered}}</td><td class="num">{{off .Start .Resumed}}</td><td class="num">{{dur .Downtime}}</td><td class="num">{{lost .}}</td><td class="num">{{ch .}}</td><td>{{.Outcome}}</td></tr>
+{{range .Incidents}}<tr class="incident"><td class="text" title="{{.Node}}">{{short .Node}}</td><td class="text">{{.AcceleratorType}}</td><td class="num">{{chips .Chips}}</td><td class="text">{{.Cause}}</td><td>{{at .Start}}</td><td class="num">{{off .Start .Detected}}</td><td class="num">{{off .Start .Recovered}}</td><td class="num">{{off .Start .Resumed}}</td><td class="num">{{dur .Downtime}}</td><td class="num">{{lost .}}</td><td class="num">{{ch .}}</td><td class="text">{{.Outcome}}</td></tr>
 {{end}}</tbody>
 </table>
+</div>
 </body>
 </html>
 `))

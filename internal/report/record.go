@@ -87,6 +87,33 @@ type wirePayload struct {
 type wireObject struct {
 	wirePayload
 	JSONPayload *wirePayload `json:"jsonPayload"`
+
+	// What tells other inputs from records: autoheal replay's --format
+	// json output (kind), a LogEntry of the audit log (protoPayload), a
+	// Pub/Sub push body (subscription; records have a message too), a
+	// CloudEvent (specversion).
+	Kind         string          `json:"kind"`
+	ProtoPayload json.RawMessage `json:"protoPayload"`
+	Subscription string          `json:"subscription"`
+	SpecVersion  string          `json:"specversion"`
+}
+
+// FormatError is input that cannot be read as records: not JSON, or a
+// record without a timestamp. An I/O error is not one.
+type FormatError struct{ msg string }
+
+func (e *FormatError) Error() string { return e.msg }
+
+func formatErrorf(format string, args ...any) error {
+	return &FormatError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Skipped counts the objects a Reader passed over because they are not
+// records, by what they are.
+type Skipped struct {
+	AuditEntries int // TPU or Compute Engine audit log entries (LogEntry, push body, CloudEvent)
+	ReplayOutput int // autoheal replay's (or sweep's) --format json objects
+	Other        int // objects with no action
 }
 
 // Reader reads records from JSON Lines of records (`autoheal replay
@@ -95,13 +122,17 @@ type wireObject struct {
 // --format=json`), one object at a time. Objects that are not records
 // (no action) are skipped.
 type Reader struct {
-	name  string
-	br    *bufio.Reader
-	dec   *json.Decoder
-	array bool
-	n     int // objects read
-	done  bool
+	name    string
+	br      *bufio.Reader
+	dec     *json.Decoder
+	array   bool
+	n       int // objects read
+	done    bool
+	skipped Skipped
 }
+
+// Skipped says what the Reader passed over so far.
+func (r *Reader) Skipped() Skipped { return r.skipped }
 
 // NewReader reads from r; name is used in errors.
 func NewReader(r io.Reader, name string) *Reader {
@@ -125,7 +156,7 @@ func (r *Reader) start() error {
 				return err
 			}
 		default:
-			return fmt.Errorf("%s: want JSON objects (JSON Lines) or a JSON array of log entries, got %q at the start", r.name, b)
+			return formatErrorf("%s: want JSON objects (JSON Lines) or a JSON array of log entries, got %q at the start", r.name, b)
 		}
 		r.dec = json.NewDecoder(r.br)
 		if b == '[' {
@@ -165,21 +196,35 @@ func (r *Reader) Next() (Record, error) {
 		}
 		if err != nil {
 			r.done = true
-			return Record{}, fmt.Errorf("%s: object %d (byte %d): %v", r.name, r.n+1, r.dec.InputOffset(), err)
+			var se *json.SyntaxError
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &se) || errors.As(err, &te) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return Record{}, formatErrorf("%s: object %d (byte %d) is not a record: %v", r.name, r.n+1, r.dec.InputOffset(), err)
+			}
+			return Record{}, fmt.Errorf("%s: object %d (byte %d): %w", r.name, r.n+1, r.dec.InputOffset(), err)
 		}
 		r.n++
+		switch {
+		case o.Kind != "":
+			r.skipped.ReplayOutput++
+			continue
+		case len(o.ProtoPayload) > 0 || o.Subscription != "" || o.SpecVersion != "":
+			r.skipped.AuditEntries++
+			continue
+		}
 		p := &o.wirePayload
 		ts := o.Timestamp
 		if o.JSONPayload != nil {
 			p = o.JSONPayload // the entry's timestamp is kept
 		}
 		if p.Action == "" {
+			r.skipped.Other++
 			continue
 		}
 		rec, err := p.record(ts)
 		if err != nil {
 			r.done = true
-			return Record{}, fmt.Errorf("%s: object %d: %v", r.name, r.n, err)
+			return Record{}, formatErrorf("%s: object %d: %v", r.name, r.n, err)
 		}
 		return rec, nil
 	}

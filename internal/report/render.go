@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -176,7 +177,7 @@ type JSONPhase struct {
 // JSONIncident is one incident in the JSON output (--format json).
 type JSONIncident struct {
 	Node                string      `json:"node"`
-	Zone                string      `json:"zone,omitempty"`
+	Zone                string      `json:"zone"`
 	AcceleratorType     string      `json:"acceleratorType"`
 	Chips               int         `json:"chips"`
 	Cause               string      `json:"cause"`
@@ -185,7 +186,7 @@ type JSONIncident struct {
 	Recovered           *time.Time  `json:"recovered"`
 	Resumed             *time.Time  `json:"resumed"`
 	Outcome             string      `json:"outcome"`
-	Reason              string      `json:"reason,omitempty"`
+	Reason              string      `json:"reason"`
 	DowntimeSeconds     float64     `json:"downtimeSeconds"`
 	LostProgressSeconds *float64    `json:"lostProgressSeconds"`
 	ChipHoursLost       float64     `json:"chipHoursLost"`
@@ -244,7 +245,34 @@ func csvTime(t time.Time) string {
 
 func csvFloat(x float64) string { return strconv.FormatFloat(round3(x), 'f', -1, 64) }
 
-// WriteCSV prints a header and one row per incident.
+// csvText is a text cell made safe to open in a spreadsheet, per OWASP's
+// CSV-injection guidance: a cell starting with = + - @, a tab, a carriage
+// return or a NUL is taken for a formula (or, for the control characters, can
+// hide one) by Excel, LibreOffice and Google Sheets, so it gets a leading
+// single quote, which they show as text and do not evaluate. Records are
+// written by anyone who can write log entries, so every text cell (node,
+// zone, acceleratorType, cause, outcome) goes through here. A plain number
+// ("-3", "+5", "1.5e3") is not a formula and stays as it is, and so does a
+// lone "-", the placeholder for "none". The csv package quotes the cell when
+// it holds a quote, a comma or a line break.
+func csvText(s string) string {
+	if s == "" || s == "-" || plainNumber.MatchString(s) {
+		return s
+	}
+	switch s[0] {
+	case '=', '+', '-', '@', '\t', '\r', 0:
+		return "'" + s
+	}
+	return s
+}
+
+// plainNumber is a decimal number as a spreadsheet reads one.
+var plainNumber = regexp.MustCompile(`^[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// WriteCSV prints a header and one row per incident. Text cells are
+// neutralised (csvText); the number and time cells are written by this code
+// from numbers and times, so they are always plain numbers and RFC 3339
+// times.
 func WriteCSV(w io.Writer, incs []Incident) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
@@ -255,9 +283,9 @@ func WriteCSV(w io.Writer, incs []Incident) error {
 		if in.LostProgressKnown {
 			lost = csvFloat(in.LostProgress.Seconds())
 		}
-		row := []string{in.Node, in.Zone, in.AcceleratorType, strconv.Itoa(in.Chips), in.Cause,
+		row := []string{csvText(in.Node), csvText(in.Zone), csvText(in.AcceleratorType), strconv.Itoa(in.Chips), csvText(in.Cause),
 			csvTime(in.Start), csvTime(in.Detected), csvTime(in.Claimed), csvTime(in.Deleted), csvTime(in.Created),
-			csvTime(in.Recovered), csvTime(in.Resumed), in.Outcome, csvFloat(in.Downtime.Seconds()), lost,
+			csvTime(in.Recovered), csvTime(in.Resumed), csvText(in.Outcome), csvFloat(in.Downtime.Seconds()), lost,
 			csvFloat(in.ChipHoursLost())}
 		if err := cw.Write(row); err != nil {
 			return err
