@@ -358,6 +358,12 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 	if age := f.now().Sub(ev.Time); age > f.cfg.MaxEventAge {
 		return f.recordStale(ctx, ev)
 	}
+	if ev.Kind == events.KindAdminActivity {
+		// Who created or deleted a node: evidence, recorded and
+		// acknowledged, never acted on by itself.
+		f.handler.Skip(ctx, ev, events.EvidenceNote(ev))
+		return nil
+	}
 	if ev.Kind == events.KindZoneHint {
 		// A Compute Engine entry about a TPU worker VM names no node:
 		// look at the opted-in nodes of its project and zone now.

@@ -143,7 +143,10 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return usagef("%s apply only to --from-logging", strings.Join(stray, ", "))
 		}
 	}
-	opts := events.Options{AllowedProjects: projects, Now: time.Now()} // an entry dated ahead of now by more than events.MaxFutureSkew is rejected
+	// An entry dated ahead of now by more than events.MaxFutureSkew is
+	// rejected; one without logName (hand-written input) is accepted, one of
+	// any log but the audit log is not.
+	opts := events.Options{AllowedProjects: projects, Now: time.Now(), AcceptMissingLogName: true}
 	var src source
 	if logging.enabled {
 		if fs.NArg() > 0 {
@@ -356,7 +359,11 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output,
 			}
 			var r remediate.Record
 			var err error
-			if it.Event.Kind == events.KindZoneHint {
+			if it.Event.Kind == events.KindAdminActivity {
+				// Who created or deleted a node: evidence, recorded as
+				// the function records it, never acted on by itself.
+				r = h.Skip(ctx, it.Event, events.EvidenceNote(it.Event))
+			} else if it.Event.Kind == events.KindZoneHint {
 				// A Compute Engine entry about a TPU worker VM: look at
 				// the opted-in nodes of its zone now. Each node's
 				// decision (a prepare, a recreate) is a row of its own,

@@ -32,20 +32,6 @@ var ComputeMethods = []string{MethodUpcomingMaintenance, MethodPreempted, Method
 
 var knownMethods = []string{MethodTerminate, MethodRestart, MethodUpcomingMaintenance, MethodPreempted, MethodHostError, MethodTerminateOnHostMaintenance}
 
-// SinkFilter is the Cloud Logging filter that selects exactly the entries the
-// function handles. The Terraform log sink uses this same string (checked by a
-// test in terraform/), and `autoheal replay --from-logging` uses it by default.
-//
-// It selects the TPU API's terminate and restart system events, and the four
-// Compute Engine system events of instances named t1v-n-* (the VMs of TPU
-// nodes), which become zone hints.
-const SinkFilter = `logName:"cloudaudit.googleapis.com%2Fsystem_event" AND (` +
-	`(protoPayload.serviceName="tpu.googleapis.com" AND (protoPayload.methodName="tpu.nodes.terminate" OR protoPayload.methodName="tpu.nodes.restart"))` +
-	` OR ` +
-	`(protoPayload.serviceName="compute.googleapis.com" AND protoPayload.resourceName:"/instances/t1v-n-" AND (` +
-	`protoPayload.methodName="compute.instances.upcomingMaintenance" OR protoPayload.methodName="compute.instances.preempted" OR ` +
-	`protoPayload.methodName="compute.instances.hostError" OR protoPayload.methodName="compute.instances.terminateOnHostMaintenance")))`
-
 // SweepMessage is the Pub/Sub message body Cloud Scheduler publishes to ask
 // the function for a sweep. Terraform publishes these exact bytes.
 const SweepMessage = `{"autoheal":"sweep"}`
@@ -95,6 +81,10 @@ const (
 	// in Node.Project and Node.Zone; Node.Node is empty. The instance name is
 	// only a hint: look at the opted-in nodes of that project and zone.
 	KindZoneHint Kind = "zone-hint"
+	// KindAdminActivity: an admin-activity entry of a node create or delete
+	// (or a queued resource delete), Admin set (admin.go): evidence of who
+	// changed a node, never a reason to act by itself.
+	KindAdminActivity Kind = "admin-activity"
 )
 
 // Maintenance is the notice a compute.instances.upcomingMaintenance entry
@@ -132,6 +122,9 @@ type Event struct {
 	Instance string `json:",omitempty"`
 	// Maintenance is the notice of an upcomingMaintenance entry, nil otherwise.
 	Maintenance *Maintenance `json:",omitempty"`
+	// Admin is what an admin-activity entry says (KindAdminActivity), nil
+	// otherwise.
+	Admin *AdminActivity `json:",omitempty"`
 }
 
 // Key is Cloud Logging's identity of the entry: its insertId, its timestamp

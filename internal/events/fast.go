@@ -164,9 +164,17 @@ func parseFast(data []byte, opts Options) (ev Event, err error, ok bool) {
 	if !s.top() {
 		return Event{}, nil, false
 	}
-	err = s.finish(opts, &ev)
+	if err = s.finish(opts, &ev); err == errDecline {
+		return Event{}, nil, false
+	}
 	return ev, err, true
 }
+
+// errDecline is finish's answer for an entry it leaves to the reference
+// path after all: an admin-activity entry, whose operation, status and
+// request the scanner does not keep (they are rare: a node's creates and
+// deletes).
+var errDecline = &RejectError{Code: "fast-path-declines"}
 
 // finish makes into *ev (a zero Event) the Event of the object the scanner
 // has just read, s.b[:s.i]; the fast path answers whatever it returns.
@@ -176,8 +184,12 @@ func (s *scanner) finish(opts Options, ev *Event) error {
 		return reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", s.i, opts.maxEntry())
 	}
 	// Decide what the entry is on spans, before making anything.
-	if err := s.causes.checkMethod(s.alias(e.service), s.alias(e.method)); err != nil {
+	service, method := s.alias(e.service), s.alias(e.method)
+	if err := s.causes.checkMethod(service, method); err != nil {
 		return err
+	}
+	if service == ServiceTPU && method != MethodTerminate && method != MethodRestart {
+		return errDecline // admin.go
 	}
 	// Everything the event keeps is copied into one allocation of its own
 	// (the input belongs to the caller).

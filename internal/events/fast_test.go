@@ -55,6 +55,7 @@ func FuzzFastParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		compareWithReference(t, data, Options{MaxEntryBytes: 64 << 10})
 		compareWithReference(t, data, Options{MaxEntryBytes: 64 << 10, AllowedProjects: []string{"acme-ml"}, Now: now})
+		compareWithReference(t, data, Options{MaxEntryBytes: 64 << 10, AcceptMissingLogName: true})
 		if len(data) < 512 {
 			if got, want := Classify(string(data), ""), classifyWords(string(data)); got != want {
 				t.Fatalf("Classify(%q) = %s, the word rules say %s", data, got, want)

@@ -50,6 +50,17 @@ func checkEvent(t *testing.T, ev Event, opts Options) {
 		if ev.Instance != "" || ev.Maintenance != nil {
 			t.Fatalf("a node event carries zone-hint fields: %+v", ev)
 		}
+	case KindAdminActivity:
+		if ev.Service != ServiceTPU || !IsAdminMethod(ev.Method) || ev.Admin == nil || ev.Admin.Change == "" {
+			t.Fatalf("accepted admin activity service %q method %q %+v", ev.Service, ev.Method, ev.Admin)
+		}
+		if (ev.Admin.Change == ChangeDeleteQueuedResource) != (ev.Admin.QueuedResource != "") ||
+			(ev.Admin.QueuedResource != "") != (ev.Node.Node == "") || !validID(ev.Node.Project) || !validID(ev.Node.Zone) {
+			t.Fatalf("admin activity about node %+v, queued resource %q", ev.Node, ev.Admin.QueuedResource)
+		}
+		if ev.Worker != "" || ev.Instance != "" || ev.Maintenance != nil {
+			t.Fatalf("admin activity carries other kinds' fields: %+v", ev)
+		}
 	case KindZoneHint:
 		if ev.Node.Node != "" || !validID(ev.Node.Project) || !validID(ev.Node.Zone) {
 			t.Fatalf("zone hint with node %+v, want a valid project and zone and no node", ev.Node)
@@ -65,6 +76,17 @@ func checkEvent(t *testing.T, ev Event, opts Options) {
 	}
 	if ev.Worker != "" && !validID(ev.Worker) {
 		t.Fatalf("accepted invalid worker %q", ev.Worker)
+	}
+	if ev.Admin != nil && ev.Kind != KindAdminActivity {
+		t.Fatalf("a %q event carries admin activity %+v", ev.Kind, ev.Admin)
+	}
+	// Only the audit log of the entry's own project is read.
+	logID := LogSystemEvent
+	if ev.Kind == KindAdminActivity {
+		logID = LogActivity
+	}
+	if (ev.LogName != "" || !opts.AcceptMissingLogName) && ev.LogName != AuditLogName(ev.Node.Project, logID) {
+		t.Fatalf("accepted logName %q for project %q", ev.LogName, ev.Node.Project)
 	}
 	if ev.InsertID == "" {
 		t.Fatal("accepted an event without an insertId")
@@ -91,8 +113,22 @@ func checkReject(t *testing.T, err error) {
 func FuzzParse(f *testing.F) {
 	addFixtureSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		opts := Options{MaxEntryBytes: 64 << 10}
+		opts := Options{MaxEntryBytes: 64 << 10, AcceptMissingLogName: true}
 		ev, err := Parse(data, opts)
+		// Strict about the logName (the function) accepts what lenient
+		// (replay) accepts with one, and rejects the rest as lenient does,
+		// or for the missing logName alone.
+		strict := Options{MaxEntryBytes: opts.MaxEntryBytes}
+		sev, serr := Parse(data, strict)
+		var sre *RejectError
+		switch {
+		case err != nil && (serr == nil || !errors.As(serr, &sre) || sre.Code != rejectCode(err)):
+			t.Fatalf("lenient rejects (%v), strict says %v", err, serr)
+		case err == nil && ev.LogName != "" && (serr != nil || sev.InsertID != ev.InsertID || sev.Node != ev.Node):
+			t.Fatalf("strict rejects an entry with its logName that lenient accepts: %v", serr)
+		case err == nil && ev.LogName == "" && (!errors.As(serr, &sre) || sre.Code != CodeMissingLogName || sre.Field != "logName"):
+			t.Fatalf("strict on an entry without logName: %v, want %s on logName", serr, CodeMissingLogName)
+		}
 		if err != nil {
 			checkReject(t, err)
 			return
@@ -100,11 +136,11 @@ func FuzzParse(f *testing.F) {
 		checkEvent(t, ev, opts)
 
 		// The allow-list admits exactly its projects.
-		allowed := Options{MaxEntryBytes: opts.MaxEntryBytes, AllowedProjects: []string{ev.Node.Project}}
+		allowed := Options{MaxEntryBytes: opts.MaxEntryBytes, AllowedProjects: []string{ev.Node.Project}, AcceptMissingLogName: true}
 		if again, err := Parse(data, allowed); err != nil || again.Node != ev.Node || again.Kind != ev.Kind {
 			t.Fatalf("allowing the event's own project: %v, node %v, want %v", err, again.Node, ev.Node)
 		}
-		other := Options{MaxEntryBytes: opts.MaxEntryBytes, AllowedProjects: []string{ev.Node.Project + "-other"}}
+		other := Options{MaxEntryBytes: opts.MaxEntryBytes, AllowedProjects: []string{ev.Node.Project + "-other"}, AcceptMissingLogName: true}
 		var re *RejectError
 		if _, err := Parse(data, other); !errors.As(err, &re) || re.Code != CodeProjectNotAllowed {
 			t.Fatalf("a project outside the allow-list: %v, want %s", err, CodeProjectNotAllowed)
@@ -185,4 +221,13 @@ func checkSingleObject(t *testing.T, data []byte, opts Options) {
 	if perr == nil && (ev.Node != it.Event.Node || ev.InsertID != it.Event.InsertID) {
 		t.Fatalf("Parse gave %+v, Reader %+v", ev, it.Event)
 	}
+}
+
+// rejectCode is err's reject code, "" for another error.
+func rejectCode(err error) string {
+	var re *RejectError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return ""
 }

@@ -36,6 +36,8 @@ const (
 	CodeProjectNotAllowed = "project-not-allowed" // project outside Options.AllowedProjects
 	CodeForeignInstance   = "foreign-instance"    // a compute.instances.* entry about a VM that is not a TPU node's (t1v-n-*)
 	CodeFutureTimestamp   = "future-timestamp"    // timestamp more than MaxFutureSkew after Options.Now
+	CodeMissingLogName    = "missing-log-name"    // no logName (accepted with Options.AcceptMissingLogName)
+	CodeForeignLog        = "foreign-log"         // logName is not the audit log of the project the entry names
 )
 
 // MaxFutureSkew is how far after Options.Now an entry's timestamp may be.
@@ -64,6 +66,12 @@ type Options struct {
 	// (future-timestamp). Zero disables the check, so that pure tests and
 	// replays of old exports stay deterministic.
 	Now time.Time
+	// AcceptMissingLogName accepts an entry that has no logName at all:
+	// replay's hand-written input. An entry whose logName is present is
+	// checked whatever this says: it must be the audit log of the project
+	// it names (admin.go). The function leaves it false: every entry the log
+	// sink delivers has its logName.
+	AcceptMissingLogName bool
 }
 
 func (o Options) maxEntry() int {
@@ -185,10 +193,19 @@ func isEnvelope(raw json.RawMessage) bool {
 // event (log, timestamp, method, node, worker, reason, principal), so the same
 // entry, however formatted, gets the same id and is deduplicated as usual.
 //
+// Admin-activity entries of node creates and deletes and queued resource
+// deletes (AdminMethods) are accepted as KindAdminActivity, Admin set: the
+// operation's name (operation.id), first/last, the status code, and for a
+// queued resource its name (Node then names only its project and zone).
+//
+// The entry must come from the audit log of the project it names (admin.go):
+// projects/P/logs/cloudaudit.googleapis.com%2Fsystem_event for system
+// events, %2Factivity for admin-activity entries; any other logName is
+// foreign-log, and a missing one missing-log-name unless
+// Options.AcceptMissingLogName (replay's hand-written input).
+//
 // Event.Time and Event.ReceiveTime are zero when the entry lacks them; a
-// present but unparseable timestamp is rejected (bad-timestamp). The logName
-// is not checked: the sink filter selects system_event entries, and replay
-// input written by hand often has none.
+// present but unparseable timestamp is rejected (bad-timestamp).
 func Parse(data []byte, opts Options) (Event, error) {
 	if ev, err, ok := parseFast(data, opts); ok {
 		return ev, err
@@ -219,8 +236,12 @@ func parseReference(data []byte, opts Options) (Event, error) {
 		}
 	} else if len(data) > opts.maxEntry() {
 		return Event{}, reject(CodeTooLarge, "", "%d bytes is over the %d-byte limit", len(data), opts.maxEntry())
+	} else {
+		payload = data
 	}
-	return eventFrom(w.entry(), nil, opts)
+	e := w.entry()
+	readAdmin(payload, &e) // admin.go
+	return eventFrom(e, nil, opts)
 }
 
 // isCloudEvent reports whether a top-level specversion member (a string)
@@ -479,6 +500,11 @@ func Peek(data []byte) Event {
 		if loc, err := instanceOf(w.ProtoPayload.ResourceName, labelSource{m: w.Resource.Labels}); err == nil {
 			ev.Kind, ev.Node, ev.Worker, ev.Instance = KindZoneHint, loc.NodeRef, loc.worker, loc.instance
 		}
+	} else if e := w.entry(); w.ProtoPayload.ServiceName == ServiceTPU && IsAdminMethod(w.ProtoPayload.MethodName) {
+		readAdmin(payload, &e)
+		if loc, admin, err := adminOf(&e, labelSource{m: w.Resource.Labels}); err == nil {
+			ev.Kind, ev.Node, ev.Admin = KindAdminActivity, loc.NodeRef, admin
+		}
 	} else if loc, _, err := nodeOf(w.ProtoPayload.ResourceName, labelSource{m: w.Resource.Labels}); err == nil {
 		ev.Node, ev.Worker = loc.NodeRef, loc.worker
 	}
@@ -518,6 +544,7 @@ type entry struct {
 	reason                                         string // terminateReason when hasReason: already decoded
 	hasReason                                      bool
 	maint                                          maintRaw
+	operation, status, request                     json.RawMessage // admin-activity entries (admin.go)
 }
 
 // maintRaw is an upcomingMaintenance notice as found in the metadata.
@@ -555,13 +582,15 @@ func (w wire) entry() entry {
 // checkMethod is the first thing Parse decides: whether the entry is one
 // tpu-autoheal handles at all. Compute Engine entries are accepted only for
 // the four system events of ComputeMethods; any other compute method is
-// foreign-service, as every compute entry was before zone hints.
+// foreign-service, as every compute entry was before zone hints. TPU
+// entries are the terminate and restart system events and the
+// admin-activity entries of AdminMethods.
 func checkMethod(service, method string) error {
 	switch service {
 	case "":
 		return reject(CodeForeignService, "protoPayload.serviceName", "missing: not a TPU audit log entry")
 	case ServiceTPU:
-		if method != MethodTerminate && method != MethodRestart {
+		if method != MethodTerminate && method != MethodRestart && !IsAdminMethod(method) {
 			return reject(CodeForeignMethod, "protoPayload.methodName", "%q is not %s or %s", method, MethodTerminate, MethodRestart)
 		}
 		return nil
@@ -620,8 +649,11 @@ func fillEvent(ev *Event, w *entry, pairs []labelKV, opts Options) error {
 		Principal:      w.principal,
 	}
 	var node located
-	if w.service == ServiceCompute {
-		node, err = instanceOf(w.resourceName, labelSource{m: w.labels, pairs: pairs})
+	logID := LogSystemEvent
+	labels := labelSource{m: w.labels, pairs: pairs}
+	switch {
+	case w.service == ServiceCompute:
+		node, err = instanceOf(w.resourceName, labels)
 		if err != nil {
 			*ev = Event{}
 			return err
@@ -631,18 +663,38 @@ func fillEvent(ev *Event, w *entry, pairs []labelKV, opts Options) error {
 			*ev = Event{}
 			return err
 		}
-	} else if node, _, err = nodeOf(w.resourceName, labelSource{m: w.labels, pairs: pairs}); err != nil {
-		*ev = Event{}
-		return err
+	case w.method != MethodTerminate && w.method != MethodRestart: // checkMethod: an admin-activity entry
+		if node, ev.Admin, err = adminOf(w, labels); err != nil {
+			*ev = Event{}
+			return err
+		}
+		ev.Kind, logID = KindAdminActivity, LogActivity
+	default:
+		if node, _, err = nodeOf(w.resourceName, labels); err != nil {
+			*ev = Event{}
+			return err
+		}
 	}
 	if len(opts.AllowedProjects) > 0 && !slices.Contains(opts.AllowedProjects, node.Project) {
 		*ev = Event{}
 		return reject(CodeProjectNotAllowed, node.projectField, "project %q is not in the allowed projects %q", node.Project, opts.AllowedProjects)
 	}
+	if err := checkLogName(w.logName, node.Project, logID, opts); err != nil { // admin.go
+		*ev = Event{}
+		return err
+	}
 	ev.Node, ev.Worker = node.NodeRef, node.worker
-	if ev.Kind == KindZoneHint {
+	switch ev.Kind {
+	case KindZoneHint:
 		ev.Cause = computeCause(w.method, w.principal)
-	} else {
+	case KindAdminActivity:
+		// Who asked, as far as the principal tells; whether it was
+		// tpu-autoheal itself is for the reader of the evidence to say.
+		ev.Cause = CauseUnknown
+		if isCustomerPrincipal(w.principal) {
+			ev.Cause = CauseUser
+		}
+	default:
 		if w.hasReason {
 			ev.TerminateReason = w.reason
 		} else {
@@ -756,6 +808,9 @@ func syntheticInsertID(ev Event) string {
 	}
 	if ev.Instance != "" { // zone hints name no node: the instance tells them apart
 		h.Write([]byte(ev.Node.Parent() + "/instances/" + ev.Instance))
+	}
+	if a := ev.Admin; a != nil { // neither do queued resource deletes; and an operation's two entries differ
+		fmt.Fprintf(h, "%s\x00%s\x00%t\x00%t", a.QueuedResource, a.OperationID, a.First, a.Last)
 	}
 	return SyntheticInsertIDPrefix + hex.EncodeToString(h.Sum(nil)[:12])
 }

@@ -201,6 +201,11 @@ func TestParseFixtures(t *testing.T) {
 		{"push body without data", "pubsub-push-no-data.json", CodeEmptyMessage, "message.data", "", "", "", ""},
 		{"push body carrying non-JSON", "pubsub-push-not-json.json", CodeMalformedJSON, "message.data", "", "", "", ""},
 		{"the sweep message is not an entry", "pubsub-push-sweep.json", CodeForeignService, "protoPayload.serviceName", "", "", "", ""},
+		{"an entry without logName", "missing-log-name.json", CodeMissingLogName, "logName", "", "", "", ""},
+		{"a log named like the audit log", "foreign-log.json", CodeForeignLog, "logName", "", "", "", ""},
+		{"the audit log of another project", "log-of-another-project.json", CodeForeignLog, "logName", "", "", "", ""},
+		{"a terminate in the admin-activity log", "terminate-in-activity-log.json", CodeForeignLog, "logName", "", "", "", ""},
+		{"a node delete in the system-event log", "admin-in-system-event-log.json", CodeForeignLog, "logName", "", "", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -445,7 +450,7 @@ func TestParseNodeSources(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := []byte(strings.Replace(strings.Replace(base, "%s", tt.resourceName, 1), "%s", tt.labels, 1))
-			ev, err := Parse(data, Options{})
+			ev, err := Parse(data, Options{AcceptMissingLogName: true}) // hand-written: no logName
 			if tt.wantCode != "" {
 				var re *RejectError
 				if !errors.As(err, &re) || re.Code != tt.wantCode {

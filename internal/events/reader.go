@@ -257,7 +257,10 @@ func (r *Reader) fastElement(it *Item, stream bool) bool {
 	if len(elem) > r.opts.maxRaw() || stream && s.newline && bytes.Contains(elem, []byte("\n{")) {
 		return false
 	}
-	it.Err = s.finish(r.opts, &it.Event)
+	if it.Err = s.finish(r.opts, &it.Event); it.Err == errDecline {
+		*it = Item{}
+		return false
+	}
 	it.Data = bytes.Clone(elem)
 	it.Index, it.Offset = r.index, r.start
 	r.index++

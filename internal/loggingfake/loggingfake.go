@@ -14,10 +14,13 @@
 //	timestamp >= "RFC3339"   (also >, <, <=, =)
 //	logName = "projects/P/logs/ID"   (exact; quotes optional)
 //	logName : "substring"            (substring match, as logName:"..." is used)
+//	log_id("ID")                     (the log's ID, exact; "/" in it is %2F in logName)
 //	insertId = "ID"
+//	(A AND B)                        (a parenthesized filter, evaluated the same way)
+//	A OR B OR ...                    (when every part narrows; else passed through)
 //
-// Every other clause (OR groups, NOT, payload fields, severity, ...) is passed
-// through: it does not narrow the result. Tests that need to see what the
+// Every other clause (NOT, payload fields, severity, an OR with a part that
+// is passed through, ...) is passed through: it does not narrow the result. Tests that need to see what the
 // client asked for read Lists(). resourceNames narrow entries to logNames
 // under each "projects/P". orderBy "timestamp desc" is honoured; anything
 // else is ascending by timestamp, then by arrival.
@@ -286,37 +289,33 @@ func underAny(logName string, parents []string) bool {
 
 var clauseRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.]*)\s*(>=|<=|!=|=|<|>|:)\s*(.+)$`)
 
+var logIDRE = regexp.MustCompile(`^log_id\(\s*("(?:[^"\\]|\\.)*")\s*\)$`)
+
 // compileFilter returns a predicate for the clauses it understands; see the
 // package comment.
 func compileFilter(filter string) (func(*logpb.LogEntry) bool, error) {
+	match, err := compileAnd(filter)
+	if err != nil || match != nil {
+		return match, err
+	}
+	return func(*logpb.LogEntry) bool { return true }, nil
+}
+
+// compileAnd is the conjunction of the clauses of filter it understands,
+// nil when it understands none.
+func compileAnd(filter string) (func(*logpb.LogEntry) bool, error) {
 	var preds []func(*logpb.LogEntry) bool
-	for _, clause := range splitAnd(filter) {
-		m := clauseRE.FindStringSubmatch(clause)
-		if m == nil {
-			continue // passed through
+	for _, clause := range splitTop(filter, " AND ") {
+		p, err := compileClause(clause)
+		if err != nil {
+			return nil, err
 		}
-		field, op, val := m[1], m[2], unquote(strings.TrimSpace(m[3]))
-		switch field {
-		case "timestamp":
-			t, err := time.Parse(time.RFC3339Nano, val)
-			if err != nil {
-				return nil, fmt.Errorf("timestamp %q: %w", val, err)
-			}
-			preds = append(preds, func(e *logpb.LogEntry) bool {
-				return compareTime(e.GetTimestamp().AsTime(), op, t)
-			})
-		case "logName":
-			switch op {
-			case "=":
-				preds = append(preds, func(e *logpb.LogEntry) bool { return e.GetLogName() == val })
-			case ":":
-				preds = append(preds, func(e *logpb.LogEntry) bool { return strings.Contains(e.GetLogName(), val) })
-			}
-		case "insertId":
-			if op == "=" {
-				preds = append(preds, func(e *logpb.LogEntry) bool { return e.GetInsertId() == val })
-			}
+		if p != nil {
+			preds = append(preds, p)
 		}
+	}
+	if len(preds) == 0 {
+		return nil, nil
 	}
 	return func(e *logpb.LogEntry) bool {
 		for _, p := range preds {
@@ -326,6 +325,103 @@ func compileFilter(filter string) (func(*logpb.LogEntry) bool, error) {
 		}
 		return true
 	}, nil
+}
+
+// compileClause is one clause's predicate, nil when it is passed through.
+func compileClause(clause string) (func(*logpb.LogEntry) bool, error) {
+	if inner, ok := parenthesized(clause); ok {
+		return compileAnd(inner)
+	}
+	if parts := splitTop(clause, " OR "); len(parts) > 1 {
+		var ors []func(*logpb.LogEntry) bool
+		for _, part := range parts {
+			p, err := compileAnd(part)
+			if err != nil || p == nil {
+				return nil, err // a part that does not narrow: neither does the OR
+			}
+			ors = append(ors, p)
+		}
+		return func(e *logpb.LogEntry) bool {
+			for _, p := range ors {
+				if p(e) {
+					return true
+				}
+			}
+			return false
+		}, nil
+	}
+	if m := logIDRE.FindStringSubmatch(clause); m != nil {
+		suffix := "/logs/" + strings.ReplaceAll(unquote(m[1]), "/", "%2F")
+		return func(e *logpb.LogEntry) bool { return strings.HasSuffix(e.GetLogName(), suffix) }, nil
+	}
+	m := clauseRE.FindStringSubmatch(clause)
+	if m == nil {
+		return nil, nil // passed through
+	}
+	field, op, val := m[1], m[2], unquote(strings.TrimSpace(m[3]))
+	switch field {
+	case "timestamp":
+		t, err := time.Parse(time.RFC3339Nano, val)
+		if err != nil {
+			return nil, fmt.Errorf("timestamp %q: %w", val, err)
+		}
+		return func(e *logpb.LogEntry) bool { return compareTime(e.GetTimestamp().AsTime(), op, t) }, nil
+	case "logName":
+		switch op {
+		case "=":
+			return func(e *logpb.LogEntry) bool { return e.GetLogName() == val }, nil
+		case ":":
+			return func(e *logpb.LogEntry) bool { return strings.Contains(e.GetLogName(), val) }, nil
+		}
+	case "insertId":
+		if op == "=" {
+			return func(e *logpb.LogEntry) bool { return e.GetInsertId() == val }, nil
+		}
+	}
+	return nil, nil
+}
+
+// parenthesized returns what is inside s when s is one parenthesized group.
+func parenthesized(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) < 2 || s[0] != '(' || s[len(s)-1] != ')' {
+		return "", false
+	}
+	whole := true
+	walkTop(s, func(i, depth int) bool {
+		if depth == 0 && i < len(s)-1 {
+			whole = false // (A) OR (B): the first group closes before the end
+		}
+		return whole
+	})
+	return s[1 : len(s)-1], whole
+}
+
+// walkTop calls visit with each index of s outside quotes, after a
+// parenthesis there, and the depth of parentheses at it, while visit says
+// to go on.
+func walkTop(s string, visit func(i, depth int) bool) {
+	depth, inQuote := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && inQuote:
+			i++
+			continue
+		case c == '"':
+			inQuote = !inQuote
+			continue
+		case inQuote:
+			continue
+		case c == '(':
+			depth++
+			continue
+		case c == ')':
+			depth--
+		}
+		if !visit(i, depth) {
+			return
+		}
+	}
 }
 
 func compareTime(got time.Time, op string, want time.Time) bool {
@@ -344,27 +440,17 @@ func compareTime(got time.Time, op string, want time.Time) bool {
 	return true
 }
 
-// splitAnd splits at " AND " outside quotes and parentheses.
-func splitAnd(s string) []string {
+// splitTop splits at sep (" AND ", " OR ") outside quotes and parentheses.
+func splitTop(s, sep string) []string {
 	var out []string
-	depth, inQuote, start := 0, false, 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\' && inQuote:
-			i++
-		case c == '"':
-			inQuote = !inQuote
-		case inQuote:
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-		case depth == 0 && strings.HasPrefix(s[i:], " AND "):
+	start := 0
+	walkTop(s, func(i, depth int) bool {
+		if depth == 0 && i >= start && s[i] != ')' && strings.HasPrefix(s[i:], sep) {
 			out = append(out, strings.TrimSpace(s[start:i]))
-			start = i + len(" AND ")
-			i = start - 1
+			start = i + len(sep)
 		}
-	}
+		return true
+	})
 	if rest := strings.TrimSpace(s[start:]); rest != "" {
 		out = append(out, rest)
 	}

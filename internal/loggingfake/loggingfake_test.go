@@ -58,6 +58,8 @@ func TestListFiltersAsLogadminReads(t *testing.T) {
 		{"logName and time range", `logName="projects/p/logs/a" AND timestamp>="2026-11-20T03:00:00Z"`, nil, []string{"a-1", "a-2"}},
 		{"upper bound is exclusive", `timestamp>="2026-11-20T02:00:00Z" AND timestamp<"2026-11-20T03:01:00Z" AND logName:"logs/a"`, nil, []string{"a-early", "a-1"}},
 		{"unsupported clauses pass through", `textPayload:"x" AND (severity>=ERROR OR logName="projects/p/logs/b") AND timestamp>="2026-11-20T03:00:00Z"`, nil, []string{"a-1", "b-1", "a-2"}},
+		{"log_id names a log exactly", `log_id("a") AND timestamp>="2026-11-20T03:00:00Z"`, nil, []string{"a-1", "a-2"}},
+		{"an OR of log_ids and a group", `(log_id("a") AND timestamp>="2026-11-20T03:00:00Z") OR (log_id("b") AND textPayload:"x")`, nil, []string{"a-1", "b-1", "a-2"}},
 		{"quoted AND is not a separator", `logName:"a AND b" AND timestamp>="2000-01-01T00:00:00Z"`, nil, nil},
 		{"newest first", `logName="projects/p/logs/a" AND timestamp>="2000-01-01T00:00:00Z"`, []logadmin.EntriesOption{logadmin.NewestFirst()}, []string{"a-2", "a-1", "a-early"}},
 	}

@@ -43,6 +43,7 @@ type maintState struct {
 	outcome  map[string]string           // node → state after its maintenance ("" = READY)
 	inMaint  map[string]string           // node → the maintenance operation under way
 	patchSeq int
+	during   [2]string // WithMaintenanceNodeState: state and health in maintenance
 }
 
 func (m *maintState) init() {
@@ -195,9 +196,12 @@ func (s *Server) patchNode(name, mask string, body []byte) (*tpu.Operation, *api
 	if !ok {
 		return nil, notFound(name)
 	}
+	op := s.newOperation("nodes.patch", "update", name)
+	op.prevMetadata = n.Metadata
+	s.touch(name)
 	n.Metadata = patch.Metadata
 	s.internMetadata(n)
-	return s.launch(s.newOperation("nodes.patch", "update", name)), nil
+	return s.launch(op), nil
 }
 
 func (s *Server) getGuestAttributes(name string, body []byte) (*tpu.GetGuestAttributesResponse, *apiError) {
@@ -274,13 +278,38 @@ func (s *Server) performMaintenance(rpc, target string, nodes []string) (*tpu.Op
 		}
 	}
 	op := s.newOperation(rpc, "performMaintenance", target)
+	s.startMaintenance(op, nodes)
+	return s.launch(op), nil
+}
+
+// startMaintenance puts nodes in the maintenance op carries out. Called with
+// s.mu held.
+func (s *Server) startMaintenance(op *operation, nodes []string) {
+	s.maint.init()
+	state, health := "REPAIRING", "UNHEALTHY_MAINTENANCE"
+	if s.maint.during[0] != "" {
+		state, health = s.maint.during[0], s.maint.during[1]
+	}
 	for _, name := range nodes {
-		n := s.nodes[name]
-		n.State, n.Health = "REPAIRING", "UNHEALTHY_MAINTENANCE"
+		n, ok := s.nodes[name]
+		if !ok {
+			continue
+		}
+		s.touch(name)
+		n.State, n.Health = state, health
+		if n.UpcomingMaintenance == nil {
+			n.UpcomingMaintenance = &tpu.UpcomingMaintenance{Type: "SCHEDULED", WindowStartTime: s.now().UTC().Format(time.RFC3339)}
+		}
 		n.UpcomingMaintenance.MaintenanceStatus = "ONGOING"
 		s.maint.inMaint[name] = op.op.Name
 	}
-	return s.launch(op), nil
+}
+
+// WithMaintenanceNodeState sets the state and health of a node while its
+// maintenance is under way (default REPAIRING, UNHEALTHY_MAINTENANCE; a
+// real node may also show READY, UNHEALTHY_MAINTENANCE throughout).
+func WithMaintenanceNodeState(state, health string) Option {
+	return func(s *Server) { s.maint.during = [2]string{state, health} }
 }
 
 // finishMaintenance completes a maintenance operation. Called with s.mu
@@ -294,6 +323,7 @@ func (s *Server) finishMaintenance(op *operation, status *tpu.Status) {
 		if status != nil {
 			// The maintenance did not start: the notice is pending again.
 			if n, ok := s.nodes[name]; ok && n.UpcomingMaintenance != nil {
+				s.touch(name)
 				n.State, n.Health = "READY", "HEALTHY"
 				n.UpcomingMaintenance.MaintenanceStatus = "PENDING"
 			}
@@ -301,9 +331,6 @@ func (s *Server) finishMaintenance(op *operation, status *tpu.Status) {
 			continue
 		}
 		s.endMaintenance(name)
-	}
-	if status == nil {
-		op.op.Response = typed(map[string]any{}, "google.protobuf.Empty")
 	}
 }
 
@@ -314,6 +341,7 @@ func (s *Server) endMaintenance(name string) {
 	if !ok {
 		return
 	}
+	s.touch(name)
 	n.UpcomingMaintenance = nil
 	n.HealthDescription = "The TPU had a maintenance event at " + s.now().UTC().Format(time.RFC3339Nano)
 	if st := s.maint.outcome[name]; st != "" {
@@ -323,10 +351,16 @@ func (s *Server) endMaintenance(name string) {
 	n.State, n.Health = "READY", "HEALTHY"
 }
 
-// finishPatch completes a metadata patch: the node as patched.
-func (s *Server) finishPatch(op *operation) {
+// finishPatch completes a metadata patch, which took effect when it was
+// asked for: nothing is left to do.
+func (s *Server) finishPatch(*operation) {}
+
+// rollBackPatch undoes a metadata patch whose operation failed cleanly.
+// Called with s.mu held.
+func (s *Server) rollBackPatch(op *operation) {
 	if n, ok := s.nodes[op.target]; ok {
-		op.op.Response = typed(n, "google.cloud.tpu.v2.Node")
+		s.touch(op.target)
+		n.Metadata = op.prevMetadata
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,15 +14,21 @@ import (
 
 // operation is a long-running operation: create, delete or reset of target.
 type operation struct {
-	op        *tpu.Operation
-	rpc       string // nodes.create, nodes.delete, queuedResources.reset
-	target    string
-	verb      string
-	started   time.Time
-	polls     int
-	finishing bool      // a poller is completing it (waiting on a rule's Delay)
-	doneAt    time.Time // WithOperationDelay: when it finishes by itself
-	prevState string    // nodes.delete: the node's state before DELETING
+	op           *tpu.Operation
+	rpc          string // nodes.create, nodes.delete, queuedResources.reset
+	target       string
+	verb         string
+	started      time.Time
+	polls        int
+	finishing    bool              // a poller is completing it (waiting on a rule's Delay)
+	doneAt       time.Time         // WithOperationDelay: when it finishes by itself
+	prevState    string            // nodes.delete: the node's state before DELETING
+	nodeID       int64             // nodes.delete: the id of the node it deletes
+	seq          int               // the order operations were started in
+	person       string            // a person's operation (people.go): who; fail rules never apply
+	prevMetadata map[string]string // nodes.patch: the metadata before
+	audited      bool              // its first admin-activity entry was written (audit.go)
+	silent       bool              // writes no audit entries (a person's act with NoAudit)
 }
 
 // newOperation registers an operation on target, in target's location.
@@ -33,6 +40,7 @@ func (s *Server) newOperation(rpc, verb, target string) *operation {
 		rpc:     rpc,
 		target:  target,
 		verb:    verb,
+		seq:     s.opSeq,
 		started: s.now(),
 		op: &tpu.Operation{
 			Name: fmt.Sprintf("projects/%s/locations/%s/operations/operation-%d", project, location, s.opSeq),
@@ -52,18 +60,34 @@ func (s *Server) newOperation(rpc, verb, target string) *operation {
 // only at the timed operations still running (s.timed), not every operation
 // the server ever started: a long replay would otherwise pay for all its
 // past recreates on every request.
-func (s *Server) tick() {
+func (s *Server) tick() { s.tickUntil(s.now()) }
+
+// tickUntil finishes the timed operations done by t, in the order of their
+// done-at times (then of their start), so that a schedule replays the same
+// whatever the map's order. Called with s.mu held.
+func (s *Server) tickUntil(t time.Time) {
 	if len(s.timed) == 0 {
 		return
 	}
-	now := s.now()
+	var due []*operation
 	for op := range s.timed {
 		if op.op.Done {
 			delete(s.timed, op)
 			continue
 		}
-		if !now.Before(op.doneAt) {
-			s.finish(op, s.match("operation:"+op.rpc, op.target))
+		if !t.Before(op.doneAt) {
+			due = append(due, op)
+		}
+	}
+	slices.SortFunc(due, func(a, b *operation) int {
+		if c := a.doneAt.Compare(b.doneAt); c != 0 {
+			return c
+		}
+		return a.seq - b.seq
+	})
+	for _, op := range due {
+		if !op.op.Done {
+			s.finish(op, s.matchOp(op))
 		}
 	}
 }
@@ -71,10 +95,20 @@ func (s *Server) tick() {
 // launch returns the operation as the starting call answers it; with
 // WithOperationPolls(n <= 0) it is already done. Called with s.mu held.
 func (s *Server) launch(op *operation) *tpu.Operation {
+	s.auditFirst(op) // audit.go
 	if op.doneAt.IsZero() && s.polls <= 0 || !op.doneAt.IsZero() && !s.now().Before(op.doneAt) {
-		s.finish(op, s.match("operation:"+op.rpc, op.target))
+		s.finish(op, s.matchOp(op))
 	}
 	return clone(op.op)
+}
+
+// matchOp is the operation: rule that ends op, or nil: never one for a
+// person's operation. Called with s.mu held.
+func (s *Server) matchOp(op *operation) *FailRule {
+	if op.person != "" {
+		return nil
+	}
+	return s.match("operation:"+op.rpc, op.target)
 }
 
 func (s *Server) metadata(op *operation, end time.Time) googleapi.RawMessage {
@@ -107,7 +141,7 @@ func (s *Server) getOperation(ctx context.Context, name string) (*tpu.Operation,
 	if op.polls < s.polls {
 		return clone(op.op), nil
 	}
-	fail := s.match("operation:"+op.rpc, op.target)
+	fail := s.matchOp(op)
 	if fail != nil && fail.Delay > 0 {
 		op.finishing = true
 		s.mu.Unlock()
@@ -122,11 +156,19 @@ func (s *Server) getOperation(ctx context.Context, name string) (*tpu.Operation,
 	return clone(op.op), nil
 }
 
-// finish completes op, failing it when fail says so. Called with s.mu held.
+// finish completes op, failing it when fail says so: a clean failure,
+// a failure after the effect took place, or one leaving the resource
+// half-way (faults.go). Called with s.mu held.
 func (s *Server) finish(op *operation, fail *FailRule) {
 	var status *tpu.Status
+	effect := EffectNone
 	if fail != nil {
-		if e := fail.err("operation:"+op.rpc, op.target); e != nil {
+		effect = fail.effect()
+		e := fail.err("operation:"+op.rpc, op.target)
+		if e == nil && effect != EffectNone {
+			e = errorf("INTERNAL", "tpufake: operation %s on %s failed after its effect", op.rpc, op.target)
+		}
+		if e != nil {
 			msg := e.Message
 			if fail.Message == "" && e.Status == "RESOURCE_EXHAUSTED" && op.rpc == "nodes.create" {
 				_, zone := splitLocation(op.target)
@@ -138,55 +180,26 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 			}
 		}
 	}
-
-	switch op.rpc {
-	case "nodes.create":
-		if status != nil {
-			if n, ok := s.nodes[op.target]; ok && n.State == "CREATING" {
-				delete(s.nodes, op.target)
-			}
-			break
+	switch {
+	case status == nil || effect == EffectNow:
+		if !s.land(op) && status == nil {
+			status = s.changedUnder(op)
 		}
-		n, ok := s.nodes[op.target]
-		if !ok || n.State != "CREATING" {
-			status = &tpu.Status{Code: int64(rpcCodes["ABORTED"]), Message: fmt.Sprintf("node '%s' changed while it was being created", op.target)}
-			break
+	case effect == EffectLater || effect == EffectStuck:
+		// Half-way: the resource stays DELETING, CREATING, resetting or in
+		// maintenance; EffectLater lands the effect later.
+		if effect == EffectLater {
+			s.deferAt(s.now().Add(fail.EffectDelay), func() {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				s.land(op)
+			})
 		}
-		op.op.Response = typed(s.readyNode(op.target), "google.cloud.tpu.v2.Node")
-	case "nodes.delete":
-		if status != nil {
-			if n, ok := s.nodes[op.target]; ok && n.State == "DELETING" {
-				n.State = op.prevState
-			}
-			break
-		}
-		delete(s.nodes, op.target)
+	default:
+		s.rollBack(op, status)
+	}
+	if status == nil && op.rpc == "nodes.delete" {
 		op.op.Response = typed(map[string]any{}, "google.protobuf.Empty")
-	case "queuedResources.reset":
-		q, ok := s.qrs[op.target]
-		if !ok {
-			status = &tpu.Status{Code: int64(rpcCodes["ABORTED"]), Message: fmt.Sprintf("queued resource '%s' was deleted while it was being reset", op.target)}
-			break
-		}
-		for name, n := range s.nodes {
-			if n.QueuedResource == op.target {
-				delete(s.nodes, name)
-			}
-		}
-		if status != nil {
-			q.State = &tpu.QueuedResourceState{State: "FAILED", StateInitiator: "SERVICE", FailedData: &tpu.FailedData{Error: status}}
-			break
-		}
-		for _, sn := range specNodes(q) {
-			s.startNode(sn.name, sn.node, op.target)
-			s.readyNode(sn.name)
-		}
-		q.State = &tpu.QueuedResourceState{State: "ACTIVE", StateInitiator: "USER", ActiveData: &tpu.ActiveData{}}
-		op.op.Response = typed(q, "google.cloud.tpu.v2.QueuedResource")
-	case "nodes.performMaintenance", "queuedResources.performMaintenanceQueuedResource":
-		s.finishMaintenance(op, status) // maintenance.go
-	case "nodes.patch":
-		s.finishPatch(op) // maintenance.go
 	}
 	if !op.op.Done {
 		s.retire(op)
@@ -194,7 +207,7 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 	op.op.Done = true
 	delete(s.timed, op)
 	op.op.Error = status
-	if status == nil {
+	if status == nil && op.person == "" {
 		s.succeeded[op.rpc]++
 	}
 	if status != nil || op.rpc != "nodes.delete" {
@@ -207,6 +220,105 @@ func (s *Server) finish(op *operation, fail *FailRule) {
 		}
 	}
 	op.op.Metadata = s.metadata(op, s.now())
+	s.auditLast(op) // audit.go
+}
+
+// land makes op's effect happen: the created node READY, the deleted node
+// gone, the queued resource's nodes created again, the maintenance over. It
+// reports false when the resource changed under the operation (a node no
+// longer CREATING, a queued resource deleted). Called with s.mu held, when
+// op finishes or, for a late effect, when it lands.
+func (s *Server) land(op *operation) bool {
+	switch op.rpc {
+	case "nodes.create":
+		n, ok := s.nodes[op.target]
+		if !ok || n.State != "CREATING" {
+			return false
+		}
+		s.readyNode(op.target)
+	case "nodes.delete":
+		// The node it was started on, not one created since under its name.
+		if n, ok := s.nodes[op.target]; ok && n.Id == op.nodeID {
+			s.removeNode(op.target)
+		}
+	case "queuedResources.reset":
+		q, ok := s.qrs[op.target]
+		if !ok {
+			return false
+		}
+		s.removeQRNodes(op.target)
+		for _, sn := range specNodes(q) {
+			s.startNode(sn.name, sn.node, op.target)
+			s.readyNode(sn.name)
+		}
+		s.touchQR(op.target)
+		q.State = &tpu.QueuedResourceState{State: "ACTIVE", StateInitiator: "USER", ActiveData: &tpu.ActiveData{}}
+	case "nodes.performMaintenance", "queuedResources.performMaintenanceQueuedResource":
+		s.finishMaintenance(op, nil) // maintenance.go
+	case "nodes.patch":
+		s.finishPatch(op) // maintenance.go
+	case "nodes.stop": // a person's (people.go)
+		if n, ok := s.nodes[op.target]; ok && n.State == "STOPPING" {
+			s.touch(op.target)
+			n.State = "STOPPED"
+		}
+	case "queuedResources.delete": // a person's (people.go)
+		if _, ok := s.qrs[op.target]; ok {
+			s.removeQRNodes(op.target)
+			s.touchQR(op.target)
+			delete(s.qrs, op.target)
+		}
+	}
+	return true
+}
+
+// changedUnder is the error of an operation whose resource changed under
+// it (land said false).
+func (s *Server) changedUnder(op *operation) *tpu.Status {
+	if op.rpc == "queuedResources.reset" {
+		return &tpu.Status{Code: int64(rpcCodes["ABORTED"]), Message: fmt.Sprintf("queued resource '%s' was deleted while it was being reset", op.target)}
+	}
+	return &tpu.Status{Code: int64(rpcCodes["ABORTED"]), Message: fmt.Sprintf("node '%s' changed while it was being created", op.target)}
+}
+
+// rollBack undoes what a cleanly failed operation started: a created node
+// is removed, a deleted one back in its state before, a reset queued
+// resource FAILED without its nodes, a maintenance not started. Called with
+// s.mu held.
+func (s *Server) rollBack(op *operation, status *tpu.Status) {
+	switch op.rpc {
+	case "nodes.create":
+		if n, ok := s.nodes[op.target]; ok && n.State == "CREATING" {
+			s.removeNode(op.target)
+		}
+	case "nodes.delete":
+		if n, ok := s.nodes[op.target]; ok && n.State == "DELETING" && n.Id == op.nodeID {
+			s.touch(op.target)
+			n.State = op.prevState
+		}
+	case "queuedResources.reset":
+		q, ok := s.qrs[op.target]
+		if !ok {
+			return
+		}
+		s.removeQRNodes(op.target)
+		s.touchQR(op.target)
+		q.State = &tpu.QueuedResourceState{State: "FAILED", StateInitiator: "SERVICE", FailedData: &tpu.FailedData{Error: status}}
+	case "nodes.performMaintenance", "queuedResources.performMaintenanceQueuedResource":
+		s.finishMaintenance(op, status) // maintenance.go
+	case "nodes.patch":
+		s.rollBackPatch(op) // maintenance.go
+	}
+}
+
+// removeQRNodes deletes the nodes of queued resource qr. Called with s.mu
+// held.
+func (s *Server) removeQRNodes(qr string) {
+	for name, n := range s.nodes {
+		if n.QueuedResource == qr {
+			s.removeNode(name)
+		}
+	}
 }
 
 // retire adds the finished op to the queue of finished operations and

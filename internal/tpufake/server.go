@@ -6,6 +6,17 @@
 // set number of operations.get polls, injects failures (FailRule), and logs
 // every request.
 //
+// It imagines what the real cloud does that a caller cannot see: a call
+// that fails and takes effect anyway, now, later or after the caller's
+// deadline, an answer lost after the call took effect, an operation ending
+// in error after its effect or half-way (faults.go); reads that lag writes
+// (lag.go); page tokens that repeat, skip or loop (paging.go); people
+// deleting, recreating, relabelling, stopping or maintaining nodes between
+// two of the caller's steps, with or without their admin-activity audit
+// entries (people.go, audit.go); and fault schedules drawn from a seed that
+// replay exactly (chaos.go). Every fault is named by method, resource and
+// nth call, and runs on the server's clock (WithClock).
+//
 // It implements only what tpu-autoheal calls: nodes get/list/create/delete,
 // operations get, queuedResources get and reset. Anything else is answered
 // UNIMPLEMENTED. It must never reach the network beyond its own loopback
@@ -126,6 +137,36 @@ type FailRule struct {
 	// Malformed carries the call out, then answers 200 with a body that is
 	// not the resource's JSON.
 	Malformed bool
+
+	// The ambiguous outcomes, read lag, paging anomalies and people acting
+	// (faults.go, lag.go, paging.go, people.go).
+
+	// Nth makes the rule pass over the first Nth-1 requests it matches and
+	// apply from the nth on (0 or 1: from the first); Times counts from
+	// there. For an operation: rule, the nth operation of that RPC (and
+	// Name) to finish.
+	Nth int
+	// Effect is what the failed call does anyway (default EffectNone; Lost
+	// and Malformed mean EffectNow). EffectDelay is how long after the
+	// request, on the server's clock, an EffectLater call takes effect.
+	Effect      Effect
+	EffectDelay time.Duration
+	// Drop closes the connection without an answer, after the Effect: the
+	// answer lost on the way back.
+	Drop bool
+	// Stale makes a read (nodes.get, nodes.list, queuedResources.get)
+	// answer the state as it was Stale ago on the server's clock: NOT_FOUND
+	// for a node created since, the old state of one changed since. Alone
+	// on a rule, it fails nothing.
+	Stale time.Duration
+	// Page makes a nodes.list answer's paging go wrong (paging.go). A page
+	// rule is matched only by the answers it applies to and fails nothing.
+	Page PageFault
+	// Person acts right after the request is carried out, or failed: a
+	// person between two of the caller's steps. Act.Target "" means the
+	// request's node (or queued resource). Alone on a rule, it fails
+	// nothing.
+	Person *Act
 }
 
 // Request is one logged request.
@@ -171,13 +212,24 @@ type Server struct {
 	interned      map[string]string
 	internPurgeAt int
 	maint         maintState // maintenance.go
+
+	pend        []pending // deferred effects and acts (faults.go)
+	pendSeq     int
+	readLag     time.Duration     // WithReadLag (lag.go)
+	historyKeep time.Duration     // how long past states are kept; 0: none
+	nodeHist    history[tpu.Node] // past states of nodes
+	qrHist      history[tpu.QueuedResource]
+	audit       auditLog // admin-activity entries (audit.go)
+	busy        inFlight // requests being served (WaitIdle)
+	caller      string   // WithCaller: the principal of API calls
 }
 
 type countKey struct{ rpc, name string }
 
 type rule struct {
 	FailRule
-	used int
+	seen int // requests matched, whether or not the rule applied (Nth)
+	used int // requests the rule applied to (Times)
 }
 
 // New starts a server seeded with f (deep-copied). It panics when f is
@@ -203,6 +255,7 @@ func New(f Fleet, opts ...Option) *Server {
 		counts:    map[countKey]int{},
 		succeeded: map[string]int{},
 		interned:  map[string]string{},
+		audit:     auditLog{cap: DefaultAuditLog},
 	}
 	for _, o := range opts {
 		o(s)
@@ -256,6 +309,7 @@ func (s *Server) Service(ctx context.Context) (*tpu.Service, error) {
 // Fleet returns a deep copy of the current state, nodes and queued resources
 // in the order they were first seen.
 func (s *Server) Fleet() Fleet {
+	s.runDue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tick()
@@ -274,6 +328,7 @@ func (s *Server) Fleet() Fleet {
 func (s *Server) Fail(r FailRule) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.keepHistory(r.Stale)
 	s.rules = append(s.rules, &rule{FailRule: r})
 }
 
@@ -333,10 +388,20 @@ func (s *Server) SetNode(n *tpu.Node) {
 func (s *Server) DeleteNodeNow(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.removeNode(name)
+}
+
+// removeNode deletes node name from the fleet. Called with s.mu held.
+func (s *Server) removeNode(name string) {
+	if _, ok := s.nodes[name]; !ok {
+		return
+	}
+	s.touch(name)
 	delete(s.nodes, name)
 }
 
 func (s *Server) putNode(n *tpu.Node) {
+	s.touch(n.Name)
 	s.internMetadata(n)
 	s.nodes[n.Name] = n
 	s.remember(n.Name)
@@ -408,8 +473,9 @@ func sortedKeys[V any](order map[string]int, m map[string]V) []string {
 // route is what a request is about.
 type route struct {
 	rpc    string
-	name   string // the resource (see FailRule.Name)
-	parent string // nodes.list and nodes.create
+	name   string    // the resource (see FailRule.Name)
+	parent string    // nodes.list and nodes.create
+	asOf   time.Time // a read: the fleet as it was then (lag.go); zero: now
 }
 
 // parseRoute maps a request to its RPC, per the paths in tpu-gen.go:
@@ -455,12 +521,15 @@ func parseRoute(r *http.Request) route {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.busy.enter()
+	defer s.busy.leave()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		writeError(w, errorf("INVALID_ARGUMENT", "read body: %v", err))
 		return
 	}
 	rt := maintenanceRoute(r, parseRoute(r)) // maintenance.go
+	s.runDue()                               // faults.go: effects and acts whose time has come
 
 	s.mu.Lock()
 	s.tick()
@@ -474,39 +543,66 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		of = op.rpc
 	}
 	fail := s.matchOf(rt.rpc, rt.name, of)
+	rt.asOf = s.readTime(rt.rpc, fail) // lag.go
 	s.mu.Unlock()
 
-	if fail != nil {
-		if !s.wait(r.Context(), fail.Delay) {
-			writeError(w, errorf("CANCELLED", "request cancelled during injected delay"))
-			return
-		}
-		if fail.Lost || fail.Malformed {
-			_, _ = s.dispatch(r, rt, body) // carried out; the answer is lost or garbled
-		}
-		if fail.Hang {
-			select {
-			case <-r.Context().Done():
-			case <-s.closing:
-			}
-			return
-		}
-		if fail.Malformed {
-			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-			_, _ = io.WriteString(w, `{"name": "projects/`)
-			return
-		}
-		e := fail.err(rt.rpc, rt.name)
-		if e == nil && fail.Lost {
-			e = errorf("INTERNAL", "tpufake: answer of %s %s lost after it took effect", rt.rpc, rt.name)
-		}
-		if e != nil {
-			writeError(w, e)
-			return
-		}
+	if fail == nil {
+		s.answer(w, r, rt, body)
+		return
 	}
+	if !s.wait(r.Context(), fail.Delay) {
+		writeError(w, errorf("CANCELLED", "request cancelled during injected delay"))
+		return
+	}
+	effect := fail.effect()
+	var resp any
+	var e *apiError
+	carried := false
+	switch effect {
+	case EffectNow:
+		resp, e = s.dispatch(r, rt, body) // carried out; the answer is lost or garbled
+		carried = true
+	case EffectLater:
+		s.deferCall(fail.EffectDelay, r, rt, body)
+	}
+	ruleErr := fail.err(rt.rpc, rt.name)
+	if ruleErr == nil && effect != EffectNone && effect != EffectAfterDeadline {
+		ruleErr = errorf("INTERNAL", "tpufake: answer of %s %s lost after it took effect", rt.rpc, rt.name)
+	}
+	plain := ruleErr == nil && !fail.Hang && !fail.Drop && !fail.Malformed
+	if plain && !carried {
+		// A delay, a stale read or a person: the call is served as usual.
+		resp, e = s.dispatch(r, rt, body)
+	}
+	s.personAfter(fail.Person, rt) // people.go
+	switch {
+	case fail.Drop:
+		drop(w)
+	case fail.Hang:
+		select {
+		case <-r.Context().Done():
+			if effect == EffectAfterDeadline {
+				_, _ = s.dispatch(r.Clone(context.Background()), rt, body)
+			}
+		case <-s.closing:
+		}
+	case fail.Malformed:
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		_, _ = io.WriteString(w, `{"name": "projects/`)
+	case ruleErr != nil:
+		writeError(w, ruleErr)
+	default:
+		writeAnswer(w, resp, e)
+	}
+}
 
+// answer serves a request no rule matched.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, rt route, body []byte) {
 	resp, e := s.dispatch(r, rt, body)
+	writeAnswer(w, resp, e)
+}
+
+func writeAnswer(w http.ResponseWriter, resp any, e *apiError) {
 	if e != nil {
 		writeError(w, e)
 		return
@@ -523,9 +619,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) dispatch(r *http.Request, rt route, body []byte) (resp any, e *apiError) {
 	switch rt.rpc {
 	case "nodes.get":
-		resp, e = s.getNode(rt.name)
+		resp, e = s.getNode(rt.name, rt.asOf)
 	case "nodes.list":
-		resp, e = s.listNodes(rt.parent, r.URL.Query().Get("pageSize"), r.URL.Query().Get("pageToken"))
+		resp, e = s.listNodes(rt.parent, r.URL.Query().Get("pageSize"), r.URL.Query().Get("pageToken"), rt.asOf)
 	case "nodes.create":
 		resp, e = s.createNode(rt.parent, r.URL.Query().Get("nodeId"), body)
 	case "nodes.delete":
@@ -533,7 +629,7 @@ func (s *Server) dispatch(r *http.Request, rt route, body []byte) (resp any, e *
 	case "operations.get":
 		resp, e = s.getOperation(r.Context(), rt.name)
 	case "queuedResources.get":
-		resp, e = s.getQueuedResource(rt.name)
+		resp, e = s.getQueuedResource(rt.name, rt.asOf)
 	case "queuedResources.reset":
 		resp, e = s.resetQueuedResource(rt.name)
 	case "nodes.patch", "nodes.getGuestAttributes", "nodes.performMaintenance", "queuedResources.performMaintenanceQueuedResource":
@@ -548,20 +644,35 @@ func (s *Server) dispatch(r *http.Request, rt route, body []byte) (resp any, e *
 // nil. Called with s.mu held.
 func (s *Server) match(rpc, name string) *FailRule { return s.matchOf(rpc, name, "") }
 
-// matchOf is match for an operations.get of an operation of RPC of.
+// matchOf is match for an operations.get of an operation of RPC of. Page
+// rules are matched by listNodes alone (matchPage).
 func (s *Server) matchOf(rpc, name, of string) *FailRule {
 	for i, r := range s.rules {
-		if r.RPC != rpc || (r.Name != "" && r.Name != name) || (r.Of != "" && r.Of != of) {
+		if r.Page != PageNone || r.RPC != rpc || (r.Name != "" && r.Name != name) || (r.Of != "" && r.Of != of) {
 			continue
 		}
-		r.used++
-		if r.Times > 0 && r.used >= r.Times {
-			s.rules = slices.Delete(s.rules, i, i+1)
+		if !r.take(i, s) {
+			continue
 		}
 		f := r.FailRule
 		return &f
 	}
 	return nil
+}
+
+// take counts a request (or operation) rule i matches and reports whether
+// the rule applies to it (see Nth); a rule used Times times is removed.
+// Called with s.mu held; the caller stops iterating s.rules when it applies.
+func (r *rule) take(i int, s *Server) bool {
+	r.seen++
+	if r.seen < r.Nth {
+		return false
+	}
+	r.used++
+	if r.Times > 0 && r.used >= r.Times {
+		s.rules = slices.Delete(s.rules, i, i+1)
+	}
+	return true
 }
 
 // err is the error the rule answers with, nil for a delay-only rule.
@@ -594,17 +705,17 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (s *Server) getNode(name string) (*tpu.Node, *apiError) {
+func (s *Server) getNode(name string, asOf time.Time) (*tpu.Node, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, ok := s.nodes[name]
-	if !ok {
+	n := s.nodeAt(name, asOf)
+	if n == nil {
 		return nil, notFound(name)
 	}
 	return clone(n), nil
 }
 
-func (s *Server) listNodes(parent, pageSize, pageToken string) (*tpu.ListNodesResponse, *apiError) {
+func (s *Server) listNodes(parent, pageSize, token string, asOf time.Time) (*tpu.ListNodesResponse, *apiError) {
 	size := s.pageSize
 	if pageSize != "" {
 		n, err := strconv.Atoi(pageSize)
@@ -617,11 +728,11 @@ func (s *Server) listNodes(parent, pageSize, pageToken string) (*tpu.ListNodesRe
 	}
 	size = min(max(size, 1), maxPageSize)
 	after := 0
-	if pageToken != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(pageToken)
+	if token != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(token)
 		n, err2 := strconv.Atoi(strings.TrimPrefix(string(raw), "after:"))
 		if err != nil || err2 != nil || !strings.HasPrefix(string(raw), "after:") {
-			return nil, errorf("INVALID_ARGUMENT", "invalid page token %q", pageToken)
+			return nil, errorf("INVALID_ARGUMENT", "invalid page token %q", token)
 		}
 		after = n
 	}
@@ -629,21 +740,37 @@ func (s *Server) listNodes(parent, pageSize, pageToken string) (*tpu.ListNodesRe
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	resp := &tpu.ListNodesResponse{}
-	for _, name := range sortedKeys(s.order, s.nodes) {
+	// This page's nodes, the next page's, and whether one comes after
+	// (which a skipped page needs to know).
+	var names []string
+	for _, name := range s.nodeNamesAt(asOf) {
 		if s.order[name] <= after {
 			continue
 		}
 		p, l := splitLocation(name)
-		if p != project || (location != "-" && l != location) {
+		if p != project || (location != "-" && l != location) || s.nodeAt(name, asOf) == nil {
 			continue
 		}
-		if len(resp.Nodes) == size {
-			last := resp.Nodes[len(resp.Nodes)-1].Name
-			resp.NextPageToken = base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "after:%d", s.order[last]))
+		names = append(names, name)
+		if len(names) > 2*size {
 			break
 		}
-		resp.Nodes = append(resp.Nodes, clone(s.nodes[name]))
+	}
+	page := names[:min(size, len(names))]
+	resp := &tpu.ListNodesResponse{}
+	for _, name := range page {
+		resp.Nodes = append(resp.Nodes, clone(s.nodeAt(name, asOf)))
+	}
+	last := len(names) <= size
+	if !last {
+		resp.NextPageToken = pageToken(s.order[page[len(page)-1]])
+	}
+	if fault := s.matchPage(parent, last); fault != PageNone { // paging.go
+		skipTo := 0
+		if len(names) > 2*size {
+			skipTo = s.order[names[2*size-1]]
+		}
+		applyPage(resp, fault, token, skipTo)
 	}
 	return resp, nil
 }
@@ -714,6 +841,7 @@ func (s *Server) readyNode(name string) *tpu.Node {
 	if !ok {
 		return nil
 	}
+	s.touch(name)
 	n.State = "READY"
 	n.Health = "HEALTHY"
 	n.NetworkEndpoints = nil
@@ -750,16 +878,17 @@ func (s *Server) deleteNode(name string) (*tpu.Operation, *apiError) {
 		return nil, notFound(name)
 	}
 	op := s.newOperation("nodes.delete", "delete", name)
-	op.prevState = n.State
+	op.prevState, op.nodeID = n.State, n.Id
+	s.touch(name)
 	n.State = "DELETING"
 	return s.launch(op), nil
 }
 
-func (s *Server) getQueuedResource(name string) (*tpu.QueuedResource, *apiError) {
+func (s *Server) getQueuedResource(name string, asOf time.Time) (*tpu.QueuedResource, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q, ok := s.qrs[name]
-	if !ok {
+	q := s.qrAt(name, asOf)
+	if q == nil {
 		return nil, notFound(name)
 	}
 	return clone(q), nil
@@ -779,11 +908,13 @@ func (s *Server) resetQueuedResource(name string) (*tpu.Operation, *apiError) {
 	if !resettable[state] {
 		return nil, errorf("FAILED_PRECONDITION", "queued resource '%s' is %s; only ACTIVE, SUSPENDING, SUSPENDED or FAILED queued resources can be reset", name, state)
 	}
-	for _, n := range s.nodes {
+	for nn, n := range s.nodes {
 		if n.QueuedResource == name {
+			s.touch(nn)
 			n.State = "DELETING"
 		}
 	}
+	s.touchQR(name)
 	q.State = &tpu.QueuedResourceState{State: "WAITING_FOR_RESOURCES", StateInitiator: "USER"}
 	return s.launch(s.newOperation("queuedResources.reset", "reset", name)), nil
 }
