@@ -233,6 +233,9 @@ func TestAdvance(t *testing.T) {
 		{name: "resetting, queued resource NOT FOUND: closed", rec: rec(PhaseResetting, reset), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("NOT FOUND")},
 		{name: "resetting, operation running and the node NOT FOUND: read the queued resource", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll}, wantPhase: PhaseResetting, wantEff: EffectGetQR},
 		{name: "resetting, operation running, queued resource NOT FOUND: closed naming it", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("queuedResources/q NOT FOUND")},
+		{name: "resetting, queued resource NOT FOUND, a person's delete of it in evidence: closed naming them", rec: rec(PhaseResetting, reset, withCreateOp, func(r *Recovery) {
+			r.Evidence = []Evidence{{InsertID: "qr-1", Change: events.ChangeDeleteQueuedResource, Principal: "alice@acme.example", Time: now.Add(-10 * time.Second), QueuedResource: r.QueuedResource}}
+		}), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("alice@acme.example")},
 		{name: "resetting, operation running, queued resource there: wait", rec: rec(PhaseResetting, reset, withCreateOp), obs: Observation{QueuedResource: qr("PROVISIONING")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantWait: true},
 		{name: "resetting with operation: look at it once", rec: rec(PhaseResetting, reset, withCreateOp), wantPhase: PhaseResetting, wantEff: EffectPoll},
 		{name: "resetting, operation done: reset, read the node", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll, Done: true}, wantPhase: PhaseReset, wantEff: EffectGet},
