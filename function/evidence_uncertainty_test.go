@@ -516,3 +516,72 @@ func TestUncertainForgedEntryPlantsNoHold(t *testing.T) {
 		t.Errorf("%d deletes after the platform's terminate, want 1: a forged entry from another log must not hold the node; records:%s", got, w.history(uNode))
 	}
 }
+
+// --- The function's own audit entries are not a person's ---
+
+// sweepsRoutingAudit is sweeps, with every admin-activity entry the control
+// plane wrote since the last call delivered before each sweep, as the sink
+// routes them: the function's own entries as well as anyone's.
+func (w *uworld) sweepsRoutingAudit(n int, delivered *int) {
+	w.t.Helper()
+	for range n {
+		log := w.fake.AuditLog()
+		for _, e := range log[min(*delivered, len(log)):] {
+			if code := w.deliver(e.JSON); code >= 300 {
+				w.t.Errorf("audit entry %s %s answered %d, want it acknowledged", e.Method, e.Resource, code)
+			}
+		}
+		*delivered = len(log)
+		w.sweeps(1)
+	}
+}
+
+func TestUncertainOwnAuditEntriesDoNotCloseAnAmbiguousDelete(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		actor string
+	}{
+		{"with AUTOHEAL_ACTOR the function's account", tpufake.DefaultCaller(uProject)},
+		{"without AUTOHEAL_ACTOR", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, uFleet(uNodeSpec(uNode, "TERMINATED", "UNHEALTHY_MAINTENANCE")), map[string]string{"AUTOHEAL_ACTOR": tc.actor},
+				tpufake.WithOperationDelay("delete", 20*time.Second))
+			// DELETE answers 500 and lands later: no operation of ours is
+			// known, and the delete's audit entries, by the function's own
+			// account, reach the function.
+			w.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Name: uNode, Times: 1, Code: 500, Effect: tpufake.EffectLater, EffectDelay: 2 * time.Second})
+			w.startRecovery(uNode)
+			delivered := 0
+			w.sweepsRoutingAudit(20, &delivered)
+			w.requireNotLost(uNode)
+			if got := w.fake.Count("nodes.create", uNode); got != 1 {
+				t.Errorf("%d create requests, want 1; records:%s", got, w.history(uNode))
+			}
+		})
+	}
+}
+
+func TestUncertainPersonsDeleteAfterAnAmbiguousDeleteClosesWithTheEvidence(t *testing.T) {
+	w := newWorld(t, uFleet(uNodeSpec(uNode, "TERMINATED", "UNHEALTHY_MAINTENANCE")),
+		map[string]string{"AUTOHEAL_ACTOR": tpufake.DefaultCaller(uProject)},
+		tpufake.WithOperationDelay("delete", 20*time.Second))
+	// Our DELETE answers 500 and never takes effect; a person deletes the
+	// node right after, and their audit entries reach the function within
+	// the evidence wait.
+	w.fake.Fail(tpufake.FailRule{RPC: "nodes.delete", Name: uNode, Times: 1, Code: 500,
+		Person: &tpufake.Act{Kind: tpufake.ActDelete, Target: uNode, Principal: "alice@acme.example"}})
+	w.startRecovery(uNode)
+	delivered := 0
+	w.sweepsRoutingAudit(20, &delivered)
+	if got := w.fake.Count("nodes.create", uNode); got != 0 {
+		t.Errorf("%d create requests, want 0: the person's delete is in evidence; records:%s", got, w.history(uNode))
+	}
+	named := false
+	for _, r := range w.recordsOf(uNode) {
+		named = named || r.Outcome == "closed" && strings.Contains(r.Reason, "alice@acme.example")
+	}
+	if !named {
+		t.Errorf("no record closes the recovery naming alice@acme.example's delete; records:%s", w.history(uNode))
+	}
+}
