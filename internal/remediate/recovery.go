@@ -331,8 +331,8 @@ func deletedNode(rec Recovery, obs Observation, now time.Time, cfg Config) (Reco
 // createdThenGone: our create finished (its operation succeeded) and the
 // node is NOT FOUND. Only a person deletes it now; the recovery waits
 // EvidenceWait for their audit entry (a lagging read shows the node again
-// meanwhile), then closes, naming the entry if one came. Never a second
-// create.
+// meanwhile) and closes naming it, or, with none, is abandoned for a
+// person. Never a second create.
 func createdThenGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect) {
 	if e := personsDelete(rec, events.ChangeDeleteNode, rec.CreateSentAt, cfg, false); e != nil {
 		return closeRec(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
@@ -340,12 +340,14 @@ func createdThenGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect)
 	if rec.GoneAt.IsZero() {
 		rec.GoneAt = now
 	}
-	wait := evidenceWait(cfg)
-	if until := rec.GoneAt.Add(wait); now.Before(until) {
+	d := evidenceWait(cfg)
+	if until := rec.GoneAt.Add(d); now.Before(until) {
 		rec.NextLookAt = until
 		return rec, Effect{}
 	}
-	return closeRec(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished: deleted by someone else (no audit entry of it within %s); not created again", rec.Generation, wait)), Effect{}
+	// No one's delete in evidence: not ours to create again, nor to close
+	// as if someone had deleted it. A person decides (ERROR, the spec).
+	return abandon(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished, and no audit entry of anyone's delete within %s: not created again", rec.Generation, d)), Effect{}
 }
 
 // appendOp adds op to ops once, keeping the last few: an audit entry of one
