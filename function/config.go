@@ -100,6 +100,16 @@ type Config struct {
 	// waited for after an incident.
 	ResumeWatch time.Duration `split_words:"true" default:"2h"`
 
+	// Actor is the identity the function acts as (Terraform sets the
+	// function's service account): an admin-activity entry by it is the
+	// function's own, any other principal's a person's (the evidence rule,
+	// docs/recovery.md). Empty: only entries whose operation a recovery
+	// saved are known to be its own.
+	Actor string `split_words:"true"`
+	// EvidenceWait is how long a recovery waits for a person's audit entry
+	// after a delete whose outcome it could not see, before it creates.
+	EvidenceWait time.Duration `split_words:"true" default:"90s"`
+
 	// NodeServiceAccounts are the service accounts a recreated node may run
 	// as: Terraform's tpu_service_accounts, on each of which the function's
 	// account has iam.serviceAccounts.actAs. A saved spec naming any other

@@ -80,6 +80,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Maintenance:       "prepare",
 		CheckpointTimeout: 30 * time.Minute,
 		ResumeWatch:       2 * time.Hour,
+		EvidenceWait:      90 * time.Second,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -113,6 +114,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_SWEEP_FOLLOW": "30s", "AUTOHEAL_LOOK_AGAIN": "2s", "AUTOHEAL_KICK_TOPIC": "projects/acme-ops/topics/tpu-autoheal",
 		"AUTOHEAL_BREAKER": "12/30m", "AUTOHEAL_HOLD_TTL": "24h", "AUTOHEAL_MAINTENANCE": "early",
 		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h",
+		"AUTOHEAL_ACTOR": "tpu-autoheal@acme-ops.iam.gserviceaccount.com", "AUTOHEAL_EVIDENCE_WAIT": "2m",
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "trainer@acme-ml.iam.gserviceaccount.com,123-compute@developer.gserviceaccount.com",
 		"AUTOHEAL_MAC_KEY":               "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
 	}
@@ -129,6 +131,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		MaxAttempts: 10, Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
 		SweepFollow: 30 * time.Second, LookAgain: 2 * time.Second, KickTopic: "projects/acme-ops/topics/tpu-autoheal",
 		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, ResumeWatch: time.Hour,
+		Actor: "tpu-autoheal@acme-ops.iam.gserviceaccount.com", EvidenceWait: 2 * time.Minute,
 		NodeServiceAccounts: []string{"trainer@acme-ml.iam.gserviceaccount.com", "123-compute@developer.gserviceaccount.com"},
 		MACKey:              "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
 	}
@@ -136,8 +139,9 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 	rc := got.RemediateConfig()
-	if rc.LabelKey != "heal" || rc.LabelValue != "yes" || !rc.DryRun || rc.MaxInFlight != 6 {
-		t.Errorf("RemediateConfig = %+v, want label heal=yes, dry run, in-flight cap 6", rc)
+	if rc.LabelKey != "heal" || rc.LabelValue != "yes" || !rc.DryRun || rc.MaxInFlight != 6 ||
+		rc.Actor != "tpu-autoheal@acme-ops.iam.gserviceaccount.com" || rc.EvidenceWait != 2*time.Minute {
+		t.Errorf("RemediateConfig = %+v, want label heal=yes, dry run, in-flight cap 6, the actor and evidence wait", rc)
 	}
 }
 
@@ -288,6 +292,7 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_SWEEP_FOLLOW", "AUTOHEAL_LOOK_AGAIN",
 		"AUTOHEAL_KICK_TOPIC", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
 		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_RESUME_WATCH",
+		"AUTOHEAL_ACTOR", "AUTOHEAL_EVIDENCE_WAIT",
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

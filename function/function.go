@@ -56,21 +56,22 @@ type Function struct {
 }
 
 type deps struct {
-	store      remediate.Store
-	tpu        remediate.TPU
-	recorder   remediate.Recorder
-	now        func() time.Time
-	stdout     io.Writer
-	clockSet   bool // WithClock: a test's clock (sweeps then do not follow)
-	diag       io.Writer
-	storage    []option.ClientOption
-	logging    []option.ClientOption
-	loggerOpts []logging.LoggerOption
-	maint      remediate.MaintenanceTPU // maintenance.go
-	notices    remediate.NoticeStore    // maintenance.go
-	incidents  remediate.IncidentStore  // resume.go
-	kicker     Kicker                   // kick.go
-	pubsub     []option.ClientOption    // kick.go
+	store       remediate.Store
+	tpu         remediate.TPU
+	recorder    remediate.Recorder
+	now         func() time.Time
+	stdout      io.Writer
+	clockSet    bool // WithClock: a test's clock (sweeps then do not follow)
+	diag        io.Writer
+	storage     []option.ClientOption
+	logging     []option.ClientOption
+	loggerOpts  []logging.LoggerOption
+	maint       remediate.MaintenanceTPU // maintenance.go
+	notices     remediate.NoticeStore    // maintenance.go
+	incidents   remediate.IncidentStore  // resume.go
+	kicker      Kicker                   // kick.go
+	pubsub      []option.ClientOption    // kick.go
+	callTimeout time.Duration            // WithCallTimeout
 }
 
 // Option replaces a dependency New would otherwise build (tests, `autoheal
@@ -94,6 +95,10 @@ func WithClock(now func() time.Time) Option {
 // WithDiagnostics sets where the function's diagnostic lines go (default
 // stderr).
 func WithDiagnostics(w io.Writer) Option { return func(d *deps) { d.diag = w } }
+
+// WithCallTimeout bounds each TPU call (default remediate.DefaultCallTimeout,
+// 30 s): a test of a call that hangs past its deadline need not wait 30 s.
+func WithCallTimeout(d time.Duration) Option { return func(x *deps) { x.callTimeout = d } }
 
 // WithStdout sets where stdout records go (default os.Stdout).
 func WithStdout(w io.Writer) Option { return func(d *deps) { d.stdout = w } }
@@ -200,6 +205,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		Recorder: d.recorder,
 		Config:   rc,
 		Now:      d.now,
+		// d.callTimeout: a test's bound on each TPU call (WithCallTimeout);
+		// 0 = remediate.DefaultCallTimeout.
+		CallTimeout: d.callTimeout,
 	}
 	if f.handler.Maintenance, err = newMaintainer(ctx, cfg, &d, rc); err != nil { // maintenance.go
 		return fail(err)
@@ -359,9 +367,12 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		return f.recordStale(ctx, ev)
 	}
 	if ev.Kind == events.KindAdminActivity {
-		// Who created or deleted a node: evidence, recorded and
-		// acknowledged, never acted on by itself.
-		f.handler.Skip(ctx, ev, events.EvidenceNote(ev))
+		// Who created or deleted a node: evidence, kept for the node's
+		// unfinished recovery, recorded and acknowledged, never acted on
+		// by itself. Only a ledger failure is retried.
+		if _, err := f.handler.Evidence(ctx, ev); err != nil {
+			return fmt.Errorf("evidence %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
+		}
 		return nil
 	}
 	if ev.Kind == events.KindZoneHint {

@@ -212,6 +212,8 @@ func (c Config) RemediateConfig() remediate.Config {
 		MaintenanceMode:   c.Maintenance,
 		CheckpointTimeout: c.CheckpointTimeout,
 		ResumeWatch:       c.ResumeWatch,
+		Actor:             c.Actor,
+		EvidenceWait:      c.EvidenceWait,
 	}
 }
 

@@ -575,6 +575,17 @@ variable "resume_watch" {
   }
 }
 
+variable "evidence_wait" {
+  type        = string
+  description = "After a delete whose outcome a recovery could not see, how long it waits for a person's audit entry before it creates (AUTOHEAL_EVIDENCE_WAIT), a Go duration."
+  default     = "90s"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.evidence_wait))
+    error_message = "evidence_wait must be a Go duration such as 90s."
+  }
+}
+
 variable "look_again" {
   type        = string
   description = "How long after starting a TPU operation a recovery looks at it again (AUTOHEAL_LOOK_AGAIN), a Go duration. Each look is one operation poll and one ledger write, only while a recovery is in progress."

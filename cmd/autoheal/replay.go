@@ -360,9 +360,10 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output,
 			var r remediate.Record
 			var err error
 			if it.Event.Kind == events.KindAdminActivity {
-				// Who created or deleted a node: evidence, recorded as
-				// the function records it, never acted on by itself.
-				r = h.Skip(ctx, it.Event, events.EvidenceNote(it.Event))
+				// Who created or deleted a node: evidence, kept for the
+				// node's unfinished recovery and recorded as the function
+				// does, never acted on by itself.
+				r, err = h.Evidence(ctx, it.Event)
 			} else if it.Event.Kind == events.KindZoneHint {
 				// A Compute Engine entry about a TPU worker VM: look at
 				// the opted-in nodes of its zone now. Each node's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -119,6 +120,13 @@ type recoveryDoc struct {
 	Recreates      []time.Time `firestore:"recreates"`
 	NextLookAt     time.Time   `firestore:"nextLookAt"`
 	Failures       int         `firestore:"failures"`
+	// The evidence rule (remediate/evidence.go).
+	SentOps          []string  `firestore:"sentOps"`
+	DeleteAnswered   bool      `firestore:"deleteAnswered"`
+	DeleteUnanswered bool      `firestore:"deleteUnanswered"`
+	CreateSentAt     time.Time `firestore:"createSentAt"`
+	GoneAt           time.Time `firestore:"goneAt"`
+	Evidence         string    `firestore:"evidence"` // JSON of the kept entries
 }
 
 func (d recoveryDoc) fields() map[string]any {
@@ -130,6 +138,8 @@ func (d recoveryDoc) fields() map[string]any {
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
 		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "unfinished": d.Unfinished, "counted": d.Counted,
 		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
+		"sentOps": d.SentOps, "deleteAnswered": d.DeleteAnswered, "deleteUnanswered": d.DeleteUnanswered,
+		"createSentAt": d.CreateSentAt, "goneAt": d.GoneAt, "evidence": d.Evidence,
 	}
 }
 
@@ -138,6 +148,14 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 	spec, err := encodeNode(r.Spec)
 	if err != nil {
 		return recoveryDoc{}, err
+	}
+	evidence := ""
+	if len(r.Evidence) > 0 {
+		b, err := json.Marshal(r.Evidence)
+		if err != nil {
+			return recoveryDoc{}, fmt.Errorf("encode evidence of %s: %w", r.Node, err)
+		}
+		evidence = string(b)
 	}
 	return recoveryDoc{
 		Node: r.Node, Project: r.Project, Action: string(r.Action), Phase: string(r.Phase), Spec: spec,
@@ -148,6 +166,8 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
 		NextLookAt: r.NextLookAt, Failures: r.Failures,
+		SentOps: r.SentOps, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
+		CreateSentAt: r.CreateSentAt, GoneAt: r.GoneAt, Evidence: evidence,
 	}, nil
 }
 
@@ -156,12 +176,20 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 	if err != nil {
 		return remediate.Recovery{}, fmt.Errorf("recovery of %s: %w", d.Node, err)
 	}
+	var evidence []remediate.Evidence
+	if d.Evidence != "" {
+		if err := json.Unmarshal([]byte(d.Evidence), &evidence); err != nil {
+			return remediate.Recovery{}, fmt.Errorf("evidence of %s: %w", d.Node, err)
+		}
+	}
 	return remediate.Recovery{
 		Node: d.Node, Project: d.Project, Action: remediate.Action(d.Action), Phase: remediate.Phase(d.Phase),
 		Spec: spec, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
 		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures,
+		SentOps: d.SentOps, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
+		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
 	}, nil
 }
 
@@ -566,6 +594,42 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 		}
 	}
 	return fmt.Errorf("update %s: contention persisted: %w", rec.Node, err)
+}
+
+// KeepEvidence implements remediate.Store: read, add, commit on the read's
+// precondition (a concurrent Update or Claim makes it read again).
+func (f *Firestore) KeepEvidence(ctx context.Context, node string, e remediate.Evidence) (bool, error) {
+	nodeRef := f.col(CollectionRecoveries).Doc(docID(node))
+	var err error
+	for round := 0; round < casRounds; round++ {
+		var snaps []*firestore.DocumentSnapshot
+		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef}); err != nil { // rest: firestore.projects.databases.documents.batchGet
+			return false, fmt.Errorf("keep evidence of %s: %w", node, err)
+		}
+		cur, err := fromSnapshot(snaps[0])
+		if err != nil {
+			return false, err
+		}
+		next, kept := keepEvidence(cur, e)
+		if !kept {
+			return false, nil
+		}
+		doc, err := toDoc(next)
+		if err != nil {
+			return false, err
+		}
+		err = f.commit(ctx, write{snap: snaps[0], data: doc.fields()})
+		if err == nil {
+			return true, nil
+		}
+		if !lostRace(err) {
+			return false, fmt.Errorf("keep evidence of %s: %w", node, err)
+		}
+		if err := sleepJitter(ctx, round); err != nil {
+			return false, fmt.Errorf("keep evidence of %s: %w", node, err)
+		}
+	}
+	return false, fmt.Errorf("keep evidence of %s: contention persisted: %w", node, err)
 }
 
 // Unfinished implements remediate.Store; recoveries are sorted by node name.

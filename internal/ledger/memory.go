@@ -360,6 +360,21 @@ func (m *Memory) SweepCursor(ctx context.Context) (string, error) {
 	return m.cursor, nil
 }
 
+// KeepEvidence implements remediate.Store.
+func (m *Memory) KeepEvidence(ctx context.Context, node string, e remediate.Evidence) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.nodes[node]
+	if cur == nil {
+		return false, nil
+	}
+	next, kept := keepEvidence(*cur, e)
+	if kept {
+		m.setNodeLocked(node, &next)
+	}
+	return kept, nil
+}
+
 // SetSweepCursor implements remediate.Store.
 func (m *Memory) SetSweepCursor(ctx context.Context, cursor string) error {
 	m.mu.Lock()

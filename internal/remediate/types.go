@@ -112,6 +112,17 @@ type Config struct {
 	// ResumeWatch: how long after a recovery the guest's autoheal/resumed
 	// report is waited for (AUTOHEAL_RESUME_WATCH, 2h).
 	ResumeWatch time.Duration
+
+	// Actor is the identity the recovery acts as (AUTOHEAL_ACTOR: the
+	// function's service account, set by Terraform; replay: the
+	// credentials' account or --actor). An admin-activity entry by Actor
+	// is ours; "" = only an entry whose operation we saved is ours.
+	Actor string
+	// EvidenceWait is how long, after a delete whose outcome was ambiguous
+	// (no operation saved) or a node gone after our create finished, the
+	// recovery waits for a person's audit entry before it concludes
+	// (AUTOHEAL_EVIDENCE_WAIT; 0 = DefaultEvidenceWait).
+	EvidenceWait time.Duration
 }
 
 // Defaults of the newer policy knobs.
@@ -121,6 +132,9 @@ const (
 	DefaultHoldTTL           = 168 * time.Hour
 	DefaultCheckpointTimeout = 30 * time.Minute
 	DefaultResumeWatch       = 2 * time.Hour
+	// DefaultEvidenceWait: admin-activity audit entries reach the function
+	// within about a minute of the call.
+	DefaultEvidenceWait = 90 * time.Second
 )
 
 // DefaultConfig returns the documented defaults.
@@ -144,6 +158,7 @@ func DefaultConfig() Config {
 		MaintenanceMode:   MaintenancePrepare,
 		CheckpointTimeout: DefaultCheckpointTimeout,
 		ResumeWatch:       DefaultResumeWatch,
+		EvidenceWait:      DefaultEvidenceWait,
 	}
 }
 
@@ -251,6 +266,41 @@ type Recovery struct {
 	// Failures weighs the failures of this incident (permanent 4, transient
 	// 1, stockouts 0); at 4×MaxAttempts the recovery is abandoned.
 	Failures int
+
+	// The evidence rule (recovery.go: "Evidence"). SentOps are the
+	// operations this recovery's deletes and creates started, as their
+	// answers named them: an audit entry of one of them is ours.
+	// DeleteAnswered: a delete of this recovery returned its operation
+	// (false after DeleteSent: the delete's outcome is ambiguous).
+	// DeleteUnanswered: a delete of this recovery failed in a way that
+	// may still have taken effect (a transient failure, a deadline, NOT
+	// FOUND). CreateSentAt is when the last create was requested. GoneAt is when the node was first seen
+	// NOT FOUND where only evidence can say whose doing that was (zero
+	// otherwise): the recovery waits EvidenceWait from it.
+	SentOps          []string
+	DeleteAnswered   bool
+	DeleteUnanswered bool
+	CreateSentAt     time.Time
+	GoneAt           time.Time
+	// Evidence are the admin-activity entries about the node (or its
+	// queued resource) kept while the recovery is unfinished (Store.
+	// KeepEvidence): the store's, never overwritten by Update.
+	Evidence []Evidence
+}
+
+// Evidence is what an admin-activity audit entry says about a node with an
+// unfinished recovery: who created or deleted it (or its queued resource),
+// when, through which operation.
+type Evidence struct {
+	InsertID    string
+	Change      events.Change
+	Principal   string
+	Time        time.Time
+	OperationID string
+	Last        bool // the operation's last entry (Code: how it ended)
+	Code        int
+	// QueuedResource: a delete-queued-resource entry's queued resource.
+	QueuedResource string
 }
 
 // Unfinished reports whether the recovery still has steps to run.
@@ -377,6 +427,11 @@ type Store interface {
 	// resumes there.
 	SweepCursor(ctx context.Context) (string, error)
 	SetSweepCursor(ctx context.Context, cursor string) error
+	// KeepEvidence adds e to node's recovery while it is unfinished, the
+	// lease aside (evidence arrives while the recovery is held); kept is
+	// false when the node has no unfinished recovery. An entry already
+	// kept (same InsertID) is kept once. Update never drops kept evidence.
+	KeepEvidence(ctx context.Context, node string, e Evidence) (kept bool, err error)
 }
 
 // Step is one timed step of carrying out a decision.

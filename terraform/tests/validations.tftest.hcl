@@ -729,6 +729,20 @@ run "resume_watch" {
   expect_failures = [var.resume_watch]
 }
 
+run "evidence_wait" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    evidence_wait = "90"
+  }
+
+  expect_failures = [var.evidence_wait]
+}
+
 run "retry_maximum_backoff_shorter_than_minimum" {
   command = plan
 

@@ -112,6 +112,7 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 	ctx := context.Background()
 	runGuards(t, newStore, opts)
 	runFollower(t, newStore, opts) // follower.go
+	runEvidence(t, newStore)       // evidence.go
 
 	t.Run("event is first only once", func(t *testing.T) {
 		s := newStore(t)
