@@ -140,7 +140,7 @@ func continueOnWall(ctx context.Context, h *remediate.Handler, clk *replayClock,
 			if next.IsZero() || at.Before(next) {
 				next = at
 			}
-			if end := r.StartedAt.Add(remediate.MaxRecoveryAge + capSlack); end.After(capEnd) {
+			if end := r.StartedAt.Add(remediate.MaxRecoveryAge + capSlack); !r.StartedAt.IsZero() && end.After(capEnd) {
 				capEnd = end
 			}
 			if clk.stderr != nil {

@@ -103,7 +103,7 @@ func TestReplayApplyInterruptedExitsFiveAndSaysHowToFinish(t *testing.T) {
 	if sum.ExitCode != exitNeedsPerson {
 		t.Errorf("summary exit code %d, want %d", sum.ExitCode, exitNeedsPerson)
 	}
-	for _, want := range []string{"interrupted with 1 recovery unfinished: us-central2-b/llm-v4-128 (phase deleting)", "--ledger-project", "replay --apply", "in memory"} {
+	for _, want := range []string{"autoheal: us-central2-b/llm-v4-128: recreate in phase deleting, ", " elapsed, next look in ", "interrupted with 1 recovery unfinished: us-central2-b/llm-v4-128 (phase deleting)", "--ledger-project", "replay --apply", "in memory"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 		}
