@@ -171,7 +171,7 @@ func continueOnWall(ctx context.Context, h *remediate.Handler, clk *replayClock,
 			}
 			clk.advanceTo(next) // a frozen base (--clock event) moves by the wait too
 		}
-		before := fingerprint(mine)
+		before := fingerprint(mine, follow)
 		if _, err := h.ContinueNodes(ctx, follow); err != nil {
 			if ctx.Err() != nil {
 				return stoppedInterrupted, nil
@@ -182,7 +182,7 @@ func continueOnWall(ctx context.Context, h *remediate.Handler, clk *replayClock,
 		if err != nil {
 			return "", fmt.Errorf("continue recoveries: %w", err)
 		}
-		idle = fingerprint(after) == before
+		idle = fingerprint(after, follow) == before
 	}
 }
 
@@ -206,10 +206,14 @@ func lookAgainOf(cfg remediate.Config) time.Duration {
 	return remediate.LookAgain
 }
 
-// fingerprint says what of the recoveries a round of continuation changes.
-func fingerprint(recs []remediate.Recovery) string {
+// fingerprint says what of the followed recoveries a round of
+// continuation changes.
+func fingerprint(recs []remediate.Recovery, follow func(string) bool) string {
 	var b strings.Builder
 	for _, r := range recs {
+		if !follow(r.Node) {
+			continue
+		}
 		fmt.Fprintf(&b, "%s|%s|%d|%d|%s|%s\n", r.Node, r.Phase, r.Attempts, r.Failures, r.NextLookAt.Format(time.RFC3339Nano), r.UpdatedAt.Format(time.RFC3339Nano))
 	}
 	return b.String()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
 
@@ -195,5 +197,60 @@ func TestParseOpTimes(t *testing.T) {
 		if _, err := parseOpTimes(bad); err == nil {
 			t.Errorf("parseOpTimes(%q) = nil error", bad)
 		}
+	}
+}
+
+// countingStore fails Unfinished after limit calls: a continuation that
+// reads the ledger that often without waiting is spinning.
+type countingStore struct {
+	*ledger.Memory
+	calls, limit int
+}
+
+func (s *countingStore) Unfinished(ctx context.Context) ([]remediate.Recovery, error) {
+	if s.calls++; s.calls > s.limit {
+		return nil, errors.New("spinning: the ledger was read too often")
+	}
+	return s.Memory.Unfinished(ctx)
+}
+
+// A recovery that is due but cannot be advanced (its node was paused: every
+// claim is refused) is looked at again every look-again, not in a busy
+// loop, until --wait ends.
+func TestWallContinuationDoesNotSpinOnARecoveryItCannotAdvance(t *testing.T) {
+	waits := skipWaits(t)
+	start := time.Now()
+	clk := &replayClock{base: func() time.Time { return start }, realWait: true}
+	mem := ledger.NewMemory(ledger.WithClock(clk.now))
+	ctx := context.Background()
+	cfg := remediate.DefaultConfig()
+	cfg.LookAgain = 5 * time.Second
+	rec, err := mem.Claim(ctx, remediate.ClaimRequest{Node: podNode, Project: "acme-ml", Zone: "us-central2-b", Holder: replayHolder, Now: start, Action: remediate.ActionRecreate, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Phase, rec.DeleteSent, rec.NextLookAt, rec.UpdatedAt = remediate.PhaseDeleting, true, start, start
+	if err := mem.Update(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.SetPause(ctx, remediate.Pause{Scope: remediate.PauseNode, Node: podNode, Reason: "INC-1", By: "alice", Since: start}); err != nil {
+		t.Fatal(err)
+	}
+	store := &countingStore{Memory: mem, limit: 200}
+	srv := applyServer(t)
+	svc, err := srv.Service(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &remediate.Handler{TPU: tpuapi.New(svc), Store: store, Recorder: discardRecorder{}, Config: cfg, Holder: replayHolder, Now: clk.now}
+	stopped, err := continueRecoveries(ctx, h, clk, continueOptions{wait: time.Minute})
+	if err != nil {
+		t.Fatalf("continueRecoveries: %v (after %d ledger reads, %d waits)", err, store.calls, *waits)
+	}
+	if stopped != stoppedWait {
+		t.Errorf("stopped = %q, want %q", stopped, stoppedWait)
+	}
+	if *waits < 5 || *waits > 13 {
+		t.Errorf("%d waits within --wait 1m at look-again 5s, want about 12", *waits)
 	}
 }
