@@ -309,3 +309,28 @@ func TestKickTopicReceivesTheFollowMessage(t *testing.T) {
 		t.Errorf("messages on the topic (-want +got):\n%s\ndiagnostics:\n%s\nrecords: %+v", diff, diag.String(), recs.records())
 	}
 }
+
+// Killed mutation: a failed kick publish leaving its pending mark. The
+// mark keeps every other delivery from kicking for KickPending; after a
+// publish that failed nothing is pending, so the next delivery that leaves
+// a recovery waiting must be free to kick at once.
+func TestFailedKickClearsThePendingMark(t *testing.T) {
+	at := func() time.Time { return eventTime.Add(time.Minute) }
+	store := ledger.NewMemory()
+	k := &fakeKicker{fail: errors.New("pubsub: unavailable")}
+	fn, _, _, diag := kickFunction(t, k, store, at, nil)
+	if err := fn.HandleMessage(context.Background(), pushBody(readTestdata(t, "terminate-maintenance.json"))); err != nil {
+		t.Fatalf("HandleMessage: %v", err)
+	}
+	if !strings.Contains(diag.String(), "follow kick not published") {
+		t.Fatalf("the kick did not fail: the case tests nothing\n%s", diag.String())
+	}
+	// Within KickPending of the failed kick, the next kick is claimable.
+	ok, err := store.ClaimKick(context.Background(), at(), remediate.KickPending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Error("after a failed kick, ClaimKick = false: its pending mark was left, so no delivery kicks for KickPending")
+	}
+}

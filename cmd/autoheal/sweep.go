@@ -114,7 +114,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if runErr == nil {
-		runErr = continueRecoveries(ctx, h, clk)
+		_, runErr = continueRecoveries(ctx, h, clk, continueOptions{})
 	}
 	outs, err := tracker.results(ctx, store)
 	if err != nil && runErr == nil {
