@@ -227,6 +227,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if realWait && target.endpoint == "" && !flagGiven(fs, "actor") {
 		applyOpts.actor = defaultActor() // --tpu-endpoint is called without credentials: no account
 	}
+	cfg.Actor = applyOpts.actor // its own audit entries are not a person's (docs/recovery.md, evidence rule)
 	// The ledger runs on the same clock as the handler, so that event marks
 	// and leases made at an entry's time are judged at entries' times.
 	store, mem, resumed, closeStore, err := applyOpts.openStore(ctx, clockFn, cfg.HoldTTL)

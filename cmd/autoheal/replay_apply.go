@@ -26,9 +26,8 @@ type applyFlags struct {
 	lookAgain time.Duration
 	ledger    ledgerFlags
 	// actor is the identity the recoveries act as (--actor; default the
-	// credentials' account when it can be found). The engine has no field
-	// for it yet in this tree (the evidence rule adds Config.Actor): it is
-	// kept here, in the replay options, until then.
+	// credentials' account when it can be found); it becomes the engine's
+	// Config.Actor, which tells the run's own audit entries from a person's.
 	actor string
 }
 
