@@ -113,4 +113,11 @@ type Config struct {
 	// version new seals use. Empty: no KMS key (tests and local runs seal
 	// with a local key).
 	MACKey string `split_words:"true"`
+	// TrustUnsealedSpecs accepts a saved spec with no seal at all (one a
+	// version before seals saved) at its next check, and seals it then.
+	// Off (the default), such a recovery is abandoned like a tampered one,
+	// with an ERROR record: set it only for the upgrade, when `autoheal
+	// status` shows unfinished recoveries saved before it, and unset it
+	// after (docs/security.md).
+	TrustUnsealedSpecs bool `split_words:"true" default:"false"`
 }

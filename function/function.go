@@ -71,6 +71,7 @@ type deps struct {
 	incidents  remediate.IncidentStore  // resume.go
 	kicker     Kicker                   // kick.go
 	pubsub     []option.ClientOption    // kick.go
+	trust      trustDeps                // trust.go
 }
 
 // Option replaces a dependency New would otherwise build (tests, `autoheal
@@ -204,7 +205,10 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 	if f.handler.Maintenance, err = newMaintainer(ctx, cfg, &d, rc); err != nil { // maintenance.go
 		return fail(err)
 	}
-	wireResume(f.handler, &d, rc, f.diag) // resume.go
+	wireResume(f.handler, &d, rc, f.diag)             // resume.go
+	if err := f.wireTrust(ctx, cfg, &d); err != nil { // trust.go
+		return fail(err)
+	}
 	// kick.go: follow kicks, when a follow run has a window to follow in.
 	if cfg.SweepFollow > 0 {
 		switch {

@@ -595,6 +595,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_RESUME_WATCH              = var.resume_watch
       AUTOHEAL_NODE_SERVICE_ACCOUNTS     = join(",", var.tpu_service_accounts)
       AUTOHEAL_MAC_KEY                   = google_kms_crypto_key_version.ledger_mac.name
+      AUTOHEAL_TRUST_UNSEALED_SPECS      = tostring(var.trust_unsealed_specs)
     }
   }
 

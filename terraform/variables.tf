@@ -575,6 +575,12 @@ variable "resume_watch" {
   }
 }
 
+variable "trust_unsealed_specs" {
+  type        = bool
+  description = "Accept a saved spec with no seal (one saved by a version before seals) at its next check, and seal it then (AUTOHEAL_TRUST_UNSEALED_SPECS). Off: such a recovery is abandoned with an ERROR record, as a tampered one. Set it only for the upgrade's apply when unfinished recoveries predate it, then unset it (docs/security.md)."
+  default     = false
+}
+
 variable "look_again" {
   type        = string
   description = "How long after starting a TPU operation a recovery looks at it again (AUTOHEAL_LOOK_AGAIN), a Go duration. Each look is one operation poll and one ledger write, only while a recovery is in progress."
