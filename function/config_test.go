@@ -74,6 +74,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		EventTTL:          168 * time.Hour,
 		SweepBudget:       4 * time.Minute,
 		SweepFollow:       50 * time.Second,
+		SweepMinInterval:  30 * time.Second,
 		LookAgain:         5 * time.Second,
 		Breaker:           "48/1h",
 		HoldTTL:           168 * time.Hour,
@@ -115,6 +116,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h",
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "trainer@acme-ml.iam.gserviceaccount.com,123-compute@developer.gserviceaccount.com",
 		"AUTOHEAL_MAC_KEY":               "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
+		"AUTOHEAL_SWEEP_MIN_INTERVAL":    "45s", "AUTOHEAL_TRUST_UNSEALED_SPECS": "true",
 	}
 	got, err := load(t, env)
 	if err != nil {
@@ -131,6 +133,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, ResumeWatch: time.Hour,
 		NodeServiceAccounts: []string{"trainer@acme-ml.iam.gserviceaccount.com", "123-compute@developer.gserviceaccount.com"},
 		MACKey:              "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
+		SweepMinInterval:    45 * time.Second, TrustUnsealedSpecs: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -288,7 +291,7 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_SWEEP_FOLLOW", "AUTOHEAL_LOOK_AGAIN",
 		"AUTOHEAL_KICK_TOPIC", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
 		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_RESUME_WATCH",
-		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY", "AUTOHEAL_TRUST_UNSEALED_SPECS",
+		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY", "AUTOHEAL_SWEEP_MIN_INTERVAL", "AUTOHEAL_TRUST_UNSEALED_SPECS",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("variables (-want +got):\n%s", diff)

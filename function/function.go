@@ -53,6 +53,8 @@ type Function struct {
 	handler *remediate.Handler
 	now     func() time.Time
 	closers []func() error
+	control ControlStore  // control.go: the sweep gate and the kicks' nonces; nil = none
+	ignored controlCounts // control.go
 }
 
 type deps struct {
@@ -330,11 +332,21 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		return nil
 	}
 	if events.IsFollow(payload) {
-		// A follow kick (kick.go): always acknowledged.
-		f.handleFollow(ctx)
+		// A follow kick (kick.go): always acknowledged; acted on only with
+		// a nonce we issued (control.go).
+		if f.followAdmitted(ctx, payload) {
+			f.handleFollow(ctx)
+		}
 		return nil
 	}
 	if events.IsSweep(payload) {
+		id, act, err := f.beginSweep(ctx, data) // control.go
+		if err != nil {
+			return fmt.Errorf("sweep gate: %w", err)
+		}
+		if !act {
+			return nil
+		}
 		res, err := f.handler.Sweep(ctx, remediate.SweepOptions{
 			Projects: f.cfg.Projects, Zones: f.cfg.Zones, Budget: f.cfg.SweepBudget,
 			Follow: f.follow,
@@ -344,6 +356,7 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 			f.diag.Error("sweep failed", "event", SweepEvent, "records", len(res.Records), "error", err.Error())
 			return fmt.Errorf("sweep (%d records before the failure): %w", len(res.Records), err)
 		}
+		f.endSweep(ctx, id)
 		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
 			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
 		f.chain(ctx, res.Chain) // kick.go

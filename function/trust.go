@@ -58,6 +58,9 @@ const ActAsCacheTTL = 5 * time.Minute
 // wireTrust sets the Handler's Sealer and service-account guard.
 func (f *Function) wireTrust(ctx context.Context, cfg Config, d *deps) error {
 	h := f.handler
+	if cs, ok := h.Store.(ControlStore); ok { // control.go
+		f.control = cs
+	}
 	h.TrustUnsealedSpecs = cfg.TrustUnsealedSpecs
 	switch {
 	case d.trust.sealer != nil:
