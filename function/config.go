@@ -123,4 +123,17 @@ type Config struct {
 	// version new seals use. Empty: no KMS key (tests and local runs seal
 	// with a local key).
 	MACKey string `split_words:"true"`
+	// SweepMinInterval: a sweep message started less than this after the
+	// start of the last completed sweep (or of a sweep still running) is
+	// acknowledged and counted, never acted on, unless it is a redelivery
+	// of a sweep message that never completed (control.go); 0 = every
+	// sweep message is acted on.
+	SweepMinInterval time.Duration `split_words:"true" default:"30s"`
+	// TrustUnsealedSpecs accepts a saved spec with no seal at all (one a
+	// version before seals saved) at its next check, and seals it then.
+	// Off (the default), such a recovery is abandoned like a tampered one,
+	// with an ERROR record: set it only for the upgrade, when `autoheal
+	// status` shows unfinished recoveries saved before it, and unset it
+	// after (docs/security.md).
+	TrustUnsealedSpecs bool `split_words:"true" default:"false"`
 }

@@ -74,6 +74,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		EventTTL:          168 * time.Hour,
 		SweepBudget:       4 * time.Minute,
 		SweepFollow:       50 * time.Second,
+		SweepMinInterval:  30 * time.Second,
 		LookAgain:         5 * time.Second,
 		Breaker:           "48/1h",
 		HoldTTL:           168 * time.Hour,
@@ -117,6 +118,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_ACTOR": "tpu-autoheal@acme-ops.iam.gserviceaccount.com", "AUTOHEAL_EVIDENCE_WAIT": "2m",
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "trainer@acme-ml.iam.gserviceaccount.com,123-compute@developer.gserviceaccount.com",
 		"AUTOHEAL_MAC_KEY":               "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
+		"AUTOHEAL_SWEEP_MIN_INTERVAL":    "45s", "AUTOHEAL_TRUST_UNSEALED_SPECS": "true",
 	}
 	got, err := load(t, env)
 	if err != nil {
@@ -134,6 +136,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		Actor: "tpu-autoheal@acme-ops.iam.gserviceaccount.com", EvidenceWait: 2 * time.Minute,
 		NodeServiceAccounts: []string{"trainer@acme-ml.iam.gserviceaccount.com", "123-compute@developer.gserviceaccount.com"},
 		MACKey:              "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
+		SweepMinInterval:    45 * time.Second, TrustUnsealedSpecs: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -293,7 +296,7 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 		"AUTOHEAL_KICK_TOPIC", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
 		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_RESUME_WATCH",
 		"AUTOHEAL_ACTOR", "AUTOHEAL_EVIDENCE_WAIT",
-		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY",
+		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY", "AUTOHEAL_SWEEP_MIN_INTERVAL", "AUTOHEAL_TRUST_UNSEALED_SPECS",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("variables (-want +got):\n%s", diff)

@@ -53,6 +53,8 @@ type Function struct {
 	handler *remediate.Handler
 	now     func() time.Time
 	closers []func() error
+	control ControlStore  // control.go: the sweep gate and the kicks' nonces; nil = none
+	ignored controlCounts // control.go
 }
 
 type deps struct {
@@ -71,6 +73,7 @@ type deps struct {
 	incidents   remediate.IncidentStore  // resume.go
 	kicker      Kicker                   // kick.go
 	pubsub      []option.ClientOption    // kick.go
+	trust       trustDeps                // trust.go
 	callTimeout time.Duration            // WithCallTimeout
 }
 
@@ -212,7 +215,10 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 	if f.handler.Maintenance, err = newMaintainer(ctx, cfg, &d, rc); err != nil { // maintenance.go
 		return fail(err)
 	}
-	wireResume(f.handler, &d, rc, f.diag) // resume.go
+	wireResume(f.handler, &d, rc, f.diag)             // resume.go
+	if err := f.wireTrust(ctx, cfg, &d); err != nil { // trust.go
+		return fail(err)
+	}
 	// kick.go: follow kicks, when a follow run has a window to follow in.
 	if cfg.SweepFollow > 0 {
 		switch {
@@ -334,11 +340,21 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		return nil
 	}
 	if events.IsFollow(payload) {
-		// A follow kick (kick.go): always acknowledged.
-		f.handleFollow(ctx)
+		// A follow kick (kick.go): always acknowledged; acted on only with
+		// a nonce we issued (control.go).
+		if f.followAdmitted(ctx, payload) {
+			f.handleFollow(ctx)
+		}
 		return nil
 	}
 	if events.IsSweep(payload) {
+		id, act, err := f.beginSweep(ctx, data) // control.go
+		if err != nil {
+			return fmt.Errorf("sweep gate: %w", err)
+		}
+		if !act {
+			return nil
+		}
 		res, err := f.handler.Sweep(ctx, remediate.SweepOptions{
 			Projects: f.cfg.Projects, Zones: f.cfg.Zones, Budget: f.cfg.SweepBudget,
 			Follow: f.follow,
@@ -348,6 +364,7 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 			f.diag.Error("sweep failed", "event", SweepEvent, "records", len(res.Records), "error", err.Error())
 			return fmt.Errorf("sweep (%d records before the failure): %w", len(res.Records), err)
 		}
+		f.endSweep(ctx, id)
 		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
 			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
 		f.chain(ctx, res.Chain) // kick.go

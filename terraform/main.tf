@@ -597,6 +597,8 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_EVIDENCE_WAIT             = var.evidence_wait
       AUTOHEAL_NODE_SERVICE_ACCOUNTS     = join(",", var.tpu_service_accounts)
       AUTOHEAL_MAC_KEY                   = google_kms_crypto_key_version.ledger_mac.name
+      AUTOHEAL_TRUST_UNSEALED_SPECS      = tostring(var.trust_unsealed_specs)
+      AUTOHEAL_SWEEP_MIN_INTERVAL        = var.sweep_min_interval
     }
   }
 

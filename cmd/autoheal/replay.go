@@ -18,6 +18,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 )
 
 const replayHelp = `Usage: autoheal replay [flags] FILE... | -
@@ -256,6 +257,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Recorder: rec,
 		Config:   cfg,
 		Holder:   replayHolder,
+		Sealer:   seal.RandomLocalKeys(), // specs sealed and checked as the function does, with a key of this run
 		Now:      clockFn,
 	}
 	if tg.maint != nil { // notices become prepare/maintain against the simulated fleet

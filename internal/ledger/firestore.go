@@ -20,6 +20,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 )
 
 // Collection ids of the Firestore layout (each prefixed by WithPrefix).
@@ -99,7 +100,9 @@ type recoveryDoc struct {
 	Project        string      `firestore:"project"`
 	Action         string      `firestore:"action"`
 	Phase          string      `firestore:"phase"`
-	Spec           string      `firestore:"spec"` // the node's JSON, so no field is ever lost
+	Spec           string      `firestore:"spec"`           // the node's JSON, so no field is ever lost
+	SpecKeyVersion string      `firestore:"specKeyVersion"` // the spec's seal: key version and MAC
+	SpecMAC        []byte      `firestore:"specMac"`
 	NodeID         int64       `firestore:"nodeId"`
 	DeleteSent     bool        `firestore:"deleteSent"`
 	QueuedResource string      `firestore:"queuedResource"`
@@ -132,6 +135,7 @@ type recoveryDoc struct {
 func (d recoveryDoc) fields() map[string]any {
 	return map[string]any{
 		"node": d.Node, "project": d.Project, "action": d.Action, "phase": d.Phase, "spec": d.Spec,
+		"specKeyVersion": d.SpecKeyVersion, "specMac": d.SpecMAC,
 		"nodeId": d.NodeID, "deleteSent": d.DeleteSent,
 		"queuedResource": d.QueuedResource, "generation": d.Generation, "holder": d.Holder,
 		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp,
@@ -159,6 +163,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 	}
 	return recoveryDoc{
 		Node: r.Node, Project: r.Project, Action: string(r.Action), Phase: string(r.Phase), Spec: spec,
+		SpecKeyVersion: r.SpecSeal.KeyVersion, SpecMAC: r.SpecSeal.MAC,
 		NodeID: r.NodeID, DeleteSent: r.DeleteSent,
 		QueuedResource: r.QueuedResource, Generation: r.Generation, Holder: r.Holder,
 		LeaseUntil: r.LeaseUntil, LeaseMillis: n.LeaseFor.Milliseconds(),
@@ -184,7 +189,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 	}
 	return remediate.Recovery{
 		Node: d.Node, Project: d.Project, Action: remediate.Action(d.Action), Phase: remediate.Phase(d.Phase),
-		Spec: spec, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
+		Spec: spec, SpecSeal: seal.Seal{KeyVersion: d.SpecKeyVersion, MAC: d.SpecMAC}, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
 		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures,

@@ -29,6 +29,8 @@ type Memory struct {
 	cursor    string
 	pauses    map[string]remediate.Pause // by pauseKey
 	breakers  map[string]*breakerState   // by zone
+	gate      SweepGate                  // control.go
+	nonces    map[string]time.Time       // control.go: nonce → expiry
 	holdTTL   time.Duration
 	// inFlight counts the unfinished recoveries per project, kept by
 	// setNodeLocked so that History and Claim are O(1) in the number of

@@ -15,6 +15,7 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 )
 
 // Action is what was done about an event or a swept node. The same six words
@@ -238,6 +239,11 @@ type Recovery struct {
 	Action  Action // recreate or reset
 	Phase   Phase
 	Spec    *tpu.Node // saved before delete; output-only fields cleared
+	// SpecSeal is the MAC over the saved spec (seal.SpecMessage of the
+	// node, generation and spec), made when the spec was saved and
+	// verified before the delete and before the create (specseal.go).
+	// Zero: no seal (unsealed: saved before seals, or with no Sealer).
+	SpecSeal seal.Seal
 	// NodeID is the TPU node id of the node whose spec was saved (0 =
 	// unknown: a legacy TPU Node, or a recovery saved before the field
 	// existed). Only that node is ever deleted: a node of the same name

@@ -715,6 +715,20 @@ run "checkpoint_timeout" {
   expect_failures = [var.checkpoint_timeout]
 }
 
+run "sweep_min_interval" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    sweep_min_interval = "30 s"
+  }
+
+  expect_failures = [var.sweep_min_interval]
+}
+
 run "resume_watch" {
   command = plan
 
