@@ -18,7 +18,6 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
-	"github.com/tpu-autoheal/autoheal/internal/seal"
 )
 
 const replayHelp = `Usage: autoheal replay [flags] FILE... | -
@@ -231,6 +230,12 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	cfg.Actor = applyOpts.actor // its own audit entries are not a person's (docs/recovery.md, evidence rule)
 	// The ledger runs on the same clock as the handler, so that event marks
 	// and leases made at an entry's time are judged at entries' times.
+	sealer, closeSealer, err := applyOpts.sealer(ctx)
+	if err != nil {
+		tg.close()
+		return err
+	}
+	defer closeSealer()
 	store, mem, resumed, closeStore, err := applyOpts.openStore(ctx, clockFn, cfg.HoldTTL)
 	if err != nil {
 		tg.close()
@@ -257,7 +262,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Recorder: rec,
 		Config:   cfg,
 		Holder:   replayHolder,
-		Sealer:   seal.RandomLocalKeys(), // specs sealed and checked as the function does, with a key of this run
+		Sealer:   sealer, // specs sealed and checked as the function does
 		Now:      clockFn,
 	}
 	if tg.maint != nil { // notices become prepare/maintain against the simulated fleet

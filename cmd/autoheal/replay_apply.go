@@ -10,8 +10,11 @@ import (
 	"strings"
 	"time"
 
+	kms "cloud.google.com/go/kms/apiv1"
+
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 )
 
 // replayHolder is who holds the claims of replay's recoveries, in every run:
@@ -29,6 +32,11 @@ type applyFlags struct {
 	// credentials' account when it can be found); it becomes the engine's
 	// Config.Actor, which tells the run's own audit entries from a person's.
 	actor string
+	// macKey is the Cloud KMS key version that seals the specs of a run
+	// over the function's ledger (--mac-key: its AUTOHEAL_MAC_KEY), so that
+	// a spec the function sealed verifies here and one this run sealed
+	// verifies in the function or the next run.
+	macKey string
 }
 
 func addApplyFlags(fs *flag.FlagSet) *applyFlags {
@@ -36,6 +44,7 @@ func addApplyFlags(fs *flag.FlagSet) *applyFlags {
 	durationVar(fs, &a.wait, "wait", 0, "with --apply against a real API: follow the recoveries the run started on the wall clock for at most this `long`, then stop and say how to finish (default: until each ends, at the latest when its own cap abandons it)")
 	durationVar(fs, &a.lookAgain, "look-again", 0, "how `soon` an operation in progress is looked at again (AUTOHEAL_LOOK_AGAIN of the function; default 5s with --apply against a real API, as the function, else 30s)")
 	fs.StringVar(&a.ledger.project, "ledger-project", "", "with --apply: keep the recoveries in the Firestore ledger of this `project` (as the function does) instead of in memory, so that a second run resumes what the first left")
+	fs.StringVar(&a.macKey, "mac-key", "", "with --ledger-project: the Cloud KMS `key version` that seals saved specs, the function's AUTOHEAL_MAC_KEY (terraform output mac_key_version); required there, since a spec sealed with another key never verifies")
 	fs.StringVar(&a.ledger.database, "ledger-database", "tpu-autoheal", "Firestore `database` of --ledger-project (AUTOHEAL_FIRESTORE_DATABASE of the function)")
 	fs.StringVar(&a.actor, "actor", "", "the `identity` the recoveries act as, to tell their own audit entries from a person's (default: the credentials' account, when it can be found)")
 	return a
@@ -52,6 +61,9 @@ func (a *applyFlags) check(fs *flag.FlagSet, t *targetFlags, clock string) error
 	if flagGiven(fs, "ledger-database") && a.ledger.project == "" {
 		return usagef("--ledger-database needs --ledger-project")
 	}
+	if a.macKey != "" && a.ledger.project == "" {
+		return usagef("--mac-key needs --ledger-project (a run in memory seals with a key of its own)")
+	}
 	if a.ledger.project == "" {
 		return nil
 	}
@@ -66,6 +78,9 @@ func (a *applyFlags) check(fs *flag.FlagSet, t *targetFlags, clock string) error
 	}
 	if clock == "event" {
 		return usagef("--ledger-project needs --clock wall: the deployed ledger is on the wall clock")
+	}
+	if a.macKey == "" {
+		return usagef("--ledger-project needs --mac-key, the function's AUTOHEAL_MAC_KEY (terraform output mac_key_version): specs in that ledger are sealed with it")
 	}
 	return nil
 }
@@ -85,6 +100,30 @@ func defaultActor() string {
 		}
 	}
 	return gcloudAccount()
+}
+
+// sealer is what seals and verifies the run's saved specs: a key of this
+// run for a ledger in memory, the function's KMS key with --ledger-project.
+func (a *applyFlags) sealer(ctx context.Context) (seal.Sealer, func() error, error) {
+	if a.macKey == "" {
+		return seal.RandomLocalKeys(), func() error { return nil }, nil
+	}
+	return openSealer(ctx, a.macKey)
+}
+
+// openSealer opens the Cloud KMS MAC key version (a variable: tests seal
+// with a local key instead).
+var openSealer = func(ctx context.Context, keyVersion string) (seal.Sealer, func() error, error) {
+	c, err := kms.NewKeyManagementClient(ctx)
+	if err != nil {
+		return nil, nil, setupf("--mac-key: cloud kms client: %v", err)
+	}
+	k, err := seal.NewKMS(c, keyVersion, 0)
+	if err != nil {
+		c.Close()
+		return nil, nil, usagef("--mac-key %s: %v", keyVersion, err)
+	}
+	return k, c.Close, nil
 }
 
 // openStore opens the run's ledger: Firestore with --ledger-project, else a
@@ -149,7 +188,7 @@ func (a *applyFlags) finishHint(w io.Writer, stopped string, outs []outcome, arg
 	}
 	fmt.Fprintln(w, "autoheal replay: this run's ledger was in memory: the saved spec of each unfinished recovery is gone with it, and nothing will finish them")
 	fmt.Fprintln(w, "autoheal replay: look at each node now (autoheal status cannot see them); recreate a deleted one by hand from its spec in --records (metadata values redacted there)")
-	fmt.Fprintln(w, "autoheal replay: next time run replay --apply with --ledger-project P --ledger-database D (the Firestore ledger, as the function uses), so that a second run resumes the first")
+	fmt.Fprintln(w, "autoheal replay: next time run replay --apply with --ledger-project P --ledger-database D --mac-key K (the Firestore ledger and MAC key, as the function uses), so that a second run resumes the first")
 }
 
 // quoteArgs quotes the arguments a shell would split.

@@ -21,7 +21,8 @@ func TestReplayApplySecondRunResumesTheFirstOnFirestore(t *testing.T) {
 	srv := applyServer(t, tpufake.WithOperationDelay("delete", 2*time.Second), tpufake.WithOperationDelay("create", time.Second))
 	secrets := metadataValues(t, srv)
 	file := applyEntry(t)
-	args := []string{"replay", "--tpu-endpoint", srv.URL(), "--apply", "--ledger-project", "host-proj", "--ledger-database", db, "--look-again", "1s"}
+	withSealer(t)
+	args := []string{"replay", "--tpu-endpoint", srv.URL(), "--apply", "--ledger-project", "host-proj", "--ledger-database", db, "--mac-key", testMACKey, "--look-again", "1s"}
 
 	first := runCLI(t, nil, append(args, "--wait", "1s", file)...)
 	if got := exitCodeOf(first.err, nil); got != exitNeedsPerson {

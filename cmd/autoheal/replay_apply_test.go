@@ -13,6 +13,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
@@ -126,7 +127,8 @@ func TestReplayApplyWithTheLedgerResumesWhatAStoppedRunLeft(t *testing.T) {
 	withLedger(t, store)
 	srv := applyServer(t, tpufake.WithOperationDelay("delete", 2*time.Second), tpufake.WithOperationDelay("create", time.Second))
 	file := applyEntry(t)
-	args := []string{"replay", "--tpu-endpoint", srv.URL(), "--apply", "--ledger-project", "host-proj", "--look-again", "1s"}
+	withSealer(t)
+	args := []string{"replay", "--tpu-endpoint", srv.URL(), "--apply", "--ledger-project", "host-proj", "--mac-key", testMACKey, "--look-again", "1s"}
 
 	first := runCLI(t, nil, append(args, "--wait", "1s", file)...)
 	if got := exitCodeOf(first.err, nil); got != exitNeedsPerson {
@@ -173,6 +175,8 @@ func TestReplayApplyFlagErrors(t *testing.T) {
 		{[]string{"--ledger-project", "host-proj", "--apply", "--clock", "event"}, "--clock wall"},
 		{[]string{"--ledger-database", "db"}, "--ledger-database needs --ledger-project"},
 		{[]string{"--wait", "-1s"}, "--wait"},
+		{[]string{"--ledger-project", "host-proj", "--apply", "--tpu-endpoint", "http://127.0.0.1:1"}, "--ledger-project needs --mac-key"},
+		{[]string{"--mac-key", "projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1"}, "--mac-key needs --ledger-project"},
 	} {
 		r := runCLI(t, nil, append(append([]string{"replay"}, tc.args...), "-")...)
 		if got := exitCodeOf(r.err, nil); got != exitUsage || !strings.Contains(r.err.Error(), tc.want) {
@@ -253,4 +257,25 @@ func TestWallContinuationDoesNotSpinOnARecoveryItCannotAdvance(t *testing.T) {
 	if *waits < 5 || *waits > 13 {
 		t.Errorf("%d waits within --wait 1m at look-again 5s, want about 12", *waits)
 	}
+}
+
+// testMACKey names the key version --mac-key is given in tests; withSealer
+// makes it a local key that every run of the test shares, as runs over the
+// function's ledger share its Cloud KMS key.
+const testMACKey = "projects/host-proj/locations/us-central1/keyRings/autoheal/cryptoKeys/autoheal-ledger-mac/cryptoKeyVersions/1"
+
+func withSealer(t *testing.T) {
+	t.Helper()
+	keys, err := seal.NewLocalKeys("k1", map[string][]byte{"k1": []byte("a test key of thirty-two bytes!!")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := openSealer
+	openSealer = func(_ context.Context, keyVersion string) (seal.Sealer, func() error, error) {
+		if keyVersion != testMACKey {
+			t.Errorf("sealer opened for key %q, want %q", keyVersion, testMACKey)
+		}
+		return keys, func() error { return nil }, nil
+	}
+	t.Cleanup(func() { openSealer = old })
 }
