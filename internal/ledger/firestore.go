@@ -119,6 +119,7 @@ type recoveryDoc struct {
 	Recreates      []time.Time `firestore:"recreates"`
 	NextLookAt     time.Time   `firestore:"nextLookAt"`
 	Failures       int         `firestore:"failures"`
+	Stockouts      int         `firestore:"stockouts"`
 }
 
 func (d recoveryDoc) fields() map[string]any {
@@ -130,6 +131,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
 		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "unfinished": d.Unfinished, "counted": d.Counted,
 		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
+		"stockouts": d.Stockouts,
 	}
 }
 
@@ -147,7 +149,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, Attempts: r.Attempts, EventID: r.EventID,
 		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
-		NextLookAt: r.NextLookAt, Failures: r.Failures,
+		NextLookAt: r.NextLookAt, Failures: r.Failures, Stockouts: r.Stockouts,
 	}, nil
 }
 
@@ -161,7 +163,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		Spec: spec, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
-		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures,
+		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures, Stockouts: d.Stockouts,
 	}, nil
 }
 

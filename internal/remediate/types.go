@@ -112,6 +112,9 @@ type Config struct {
 	// ResumeWatch: how long after a recovery the guest's autoheal/resumed
 	// report is waited for (AUTOHEAL_RESUME_WATCH, 2h).
 	ResumeWatch time.Duration
+	// StockoutSeed seeds the jitter of stockout back-offs (StockoutDelay):
+	// a fixed seed replays the same retry times.
+	StockoutSeed uint64
 }
 
 // Defaults of the newer policy knobs.
@@ -207,9 +210,9 @@ func CountsAsRecreate(p Phase) bool {
 // DefaultMaxAttempts is Config.MaxAttempts's default: how many permanent
 // failures (INVALID_ARGUMENT, PERMISSION_DENIED, …) a recovery takes before
 // it is abandoned. A transient failure weighs a quarter of a permanent one
-// (so 4×MaxAttempts transient failures abandon it too); a stockout or quota
-// (RESOURCE_EXHAUSTED) is retried every Lease and never counted, bounded by
-// MaxRecoveryAge.
+// (so 4×MaxAttempts transient failures abandon it too); a stockout is
+// retried after a jittered back-off (StockoutDelay) and a quota every
+// Lease, neither counted, bounded by MaxRecoveryAge.
 const DefaultMaxAttempts = 5
 
 // MaxRecoveryAge bounds every recovery: one still unfinished this long
@@ -251,6 +254,9 @@ type Recovery struct {
 	// Failures weighs the failures of this incident (permanent 4, transient
 	// 1, stockouts 0); at 4×MaxAttempts the recovery is abandoned.
 	Failures int
+	// Stockouts counts this incident's creates refused for capacity: the
+	// nth waits StockoutDelay(n).
+	Stockouts int
 }
 
 // Unfinished reports whether the recovery still has steps to run.
@@ -416,6 +422,10 @@ type Record struct {
 	// observed one), so a report can count chip-hours of self-recoveries too.
 	AcceleratorType string
 	Chips           int
+	// Refusal is set on the record of an attempt whose create was refused
+	// for capacity (a stockout) or quota: the zone, the scope and the API's
+	// wording.
+	Refusal *Refusal
 	// Outcome is set on the record of a decision that ended a recovery, an
 	// attempt of one, or a maintenance step (see the Outcome constants); the
 	// log-based metrics and `autoheal report` count these words.
