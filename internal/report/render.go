@@ -191,6 +191,11 @@ type JSONIncident struct {
 	LostProgressSeconds *float64    `json:"lostProgressSeconds"`
 	ChipHoursLost       float64     `json:"chipHoursLost"`
 	Phases              []JSONPhase `json:"phases"`
+	// CapacityWaitSeconds is the time waiting for capacity (stockouts),
+	// also a phase "capacity"; Job the job the records name. Omitted when
+	// zero.
+	CapacityWaitSeconds float64 `json:"capacityWaitSeconds,omitempty"`
+	Job                 string  `json:"job,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -210,6 +215,7 @@ func JSONOf(in Incident) JSONIncident {
 		Start: in.Start.UTC(), Detected: in.Detected.UTC(), Recovered: timePtr(in.Recovered), Resumed: timePtr(in.Resumed),
 		Outcome: in.Outcome, Reason: in.Reason, DowntimeSeconds: round3(in.Downtime.Seconds()),
 		ChipHoursLost: round3(in.ChipHoursLost()), Phases: []JSONPhase{},
+		CapacityWaitSeconds: round3(in.CapacityWait.Seconds()), Job: in.Job,
 	}
 	if in.LostProgressKnown {
 		s := round3(in.LostProgress.Seconds())
