@@ -167,7 +167,7 @@ func (c Config) Validate() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"MAX_RECREATES", c.MaxRecreates}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"MAX_ATTEMPTS", c.MaxAttempts}} {
+	}{{"MAX_RECREATES", c.MaxRecreates}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"MAX_ATTEMPTS", c.MaxAttempts}, {"STOCKOUT_ZONE_AFTER", c.StockoutZoneAfter}} {
 		if n.v <= 0 {
 			bad(n.name, strconv.Itoa(n.v), "want a positive integer")
 		}
@@ -212,6 +212,8 @@ func (c Config) RemediateConfig() remediate.Config {
 		MaintenanceMode:   c.Maintenance,
 		CheckpointTimeout: c.CheckpointTimeout,
 		ResumeWatch:       c.ResumeWatch,
+		Zones:             c.Zones,
+		StockoutZoneAfter: c.StockoutZoneAfter,
 	}
 }
 

@@ -593,6 +593,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_MAINTENANCE               = var.maintenance
       AUTOHEAL_CHECKPOINT_TIMEOUT        = var.checkpoint_timeout
       AUTOHEAL_RESUME_WATCH              = var.resume_watch
+      AUTOHEAL_STOCKOUT_ZONE_AFTER       = tostring(var.stockout_zone_after)
       AUTOHEAL_NODE_SERVICE_ACCOUNTS     = join(",", var.tpu_service_accounts)
       AUTOHEAL_MAC_KEY                   = google_kms_crypto_key_version.ledger_mac.name
     }

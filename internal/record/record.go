@@ -65,7 +65,9 @@ import (
 //	                 from the recovery's start to the node READY again
 //	refusal          on the record of an attempt whose create was refused for
 //	                 capacity or quota: {kind: stockout|quota, scope: zone|region,
-//	                 zone, message (the API's wording), stockouts, retryAt}
+//	                 zone, message (the API's wording), stockouts, retryAt,
+//	                 fallback (stockouts: what metadata autoheal-stockout asked, and
+//	                 what is done: wait, zones:…, or why it was refused)}
 //	recordError      (stdout only) why Cloud Logging refused the record
 const (
 	LabelApp    = "app"
@@ -171,6 +173,7 @@ type refusalPayload struct {
 	Message   string `json:"message"`
 	Stockouts int    `json:"stockouts,omitempty"`
 	RetryAt   string `json:"retryAt,omitempty"`
+	Fallback  string `json:"fallback,omitempty"`
 }
 
 // Payload returns the record's jsonPayload fields as a JSON object.
@@ -197,7 +200,7 @@ func Payload(r remediate.Record) (map[string]any, error) {
 		TimeToRecover:   r.TimeToRecover.Seconds(),
 	}
 	if f := r.Refusal; f != nil {
-		p.Refusal = &refusalPayload{Kind: f.Kind, Scope: f.Scope, Zone: f.Zone, Message: f.Message, Stockouts: f.Stockouts}
+		p.Refusal = &refusalPayload{Kind: f.Kind, Scope: f.Scope, Zone: f.Zone, Message: f.Message, Stockouts: f.Stockouts, Fallback: f.Fallback}
 		if !f.RetryAt.IsZero() {
 			p.Refusal.RetryAt = f.RetryAt.UTC().Format(time.RFC3339Nano)
 		}

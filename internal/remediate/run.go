@@ -41,7 +41,7 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs *Observation, r *Re
 		}
 		rec = next
 		if refused {
-			r.Refusal, refused = refusalOf(rec), false
+			r.Refusal, refused = refusalOf(rec, h.Config), false
 		}
 		if eff.Kind == EffectNone {
 			break

@@ -62,11 +62,15 @@ type Refusal struct {
 	Message   string    // the API's wording, kept
 	Stockouts int       // this incident's stockouts so far
 	RetryAt   time.Time // when the create is tried again
+	// Fallback is what the node's autoheal-stockout asked for and what is
+	// done about it ("wait"; "zones:…: another zone after 3 stockouts (1
+	// so far)"; "zones: refused: …: waiting in Z"). Stockouts only.
+	Fallback string
 }
 
 // refusalOf is the refusal rec's last failure was, or nil when it was no
 // stockout or quota. fail writes LastError as "STEP (KIND): ERROR".
-func refusalOf(rec Recovery) *Refusal {
+func refusalOf(rec Recovery, cfg Config) *Refusal {
 	for _, k := range []Kind{KindStockout, KindQuota} {
 		mark := " (" + k.String() + "): "
 		i := strings.Index(rec.LastError, mark)
@@ -75,8 +79,12 @@ func refusalOf(rec Recovery) *Refusal {
 		}
 		_, _, zone, _, _ := parseNodeName(rec.Node)
 		msg := rec.LastError[i+len(mark):]
-		return &Refusal{Kind: k.String(), Scope: QuotaScope(k, msg), Zone: zone, Message: msg,
+		r := &Refusal{Kind: k.String(), Scope: QuotaScope(k, msg), Zone: zone, Message: msg,
 			Stockouts: rec.Stockouts, RetryAt: rec.NextLookAt}
+		if k == KindStockout {
+			r.Fallback = describeFallback(rec, cfg)
+		}
+		return r
 	}
 	return nil
 }

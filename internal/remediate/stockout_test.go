@@ -155,11 +155,14 @@ func TestStockoutRetriesAreJitteredAndRecoverWhenCapacityReturns(t *testing.T) {
 
 // TestQuotaIsNotAStockout: a create refused for quota (code 8 naming a
 // quota "in region") is recorded as a quota refusal of region scope, not a
-// stockout; it waits a lease (no jitter, no stockout count) and recovers
-// once the quota allows.
+// stockout; it waits a lease (no jitter, no stockout count), no zone
+// fallback is started though the node asks for one, and it recovers once
+// the quota allows, in its own zone.
 func TestQuotaIsNotAStockout(t *testing.T) {
 	f, names := waveFleet(1)
+	f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = "zones:us-central2-a"
 	e := newClockedEnv(t, f, tpufake.WithRequestLog(1000))
+	e.h.Config.Zones = []string{zone, "us-central2-a"}
 	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Status: "RESOURCE_EXHAUSTED", Times: 1,
 		Message: "Quota 'TPUV4_CHIPS' exceeded. Limit: 64.0 in region us-central2."})
 	handleAll(t, e, names)
@@ -176,8 +179,8 @@ func TestQuotaIsNotAStockout(t *testing.T) {
 		t.Fatalf("%d refusal records, want 1: %+v", len(refusals), refusals)
 	}
 	got := refusals[0]
-	if got.Kind != "quota" || got.Scope != "region" || got.Stockouts != 0 || !strings.Contains(got.Message, "TPUV4_CHIPS") {
-		t.Errorf("refusal %+v, want a quota of region scope with its wording and no stockout counted", got)
+	if got.Kind != "quota" || got.Scope != "region" || got.Stockouts != 0 || got.Fallback != "" || !strings.Contains(got.Message, "TPUV4_CHIPS") {
+		t.Errorf("refusal %+v, want a quota of region scope with its wording, no stockout counted, no fallback", got)
 	}
 	var c []time.Time
 	for _, r := range e.fake.Requests() {
@@ -190,6 +193,45 @@ func TestQuotaIsNotAStockout(t *testing.T) {
 	}
 	if wait := c[1].Sub(c[0]); wait < e.h.Config.Lease {
 		t.Errorf("quota retried after %s, want a lease (%s)", wait, e.h.Config.Lease)
+	}
+	if node := e.fake.Fleet().Nodes[0]; node.State != "READY" || !strings.Contains(node.Name, "/locations/"+zone+"/") {
+		t.Errorf("node %s %s, want READY in %s", node.Name, node.State, zone)
+	}
+}
+
+// TestZoneFallbackOfAnotherRegionIsRefusedWithARecord: a node asking to
+// fall back to a zone of another region is not moved there: its stockout
+// records say the fallback was refused and why, and it recovers where it
+// was once the capacity returns.
+func TestZoneFallbackOfAnotherRegionIsRefusedWithARecord(t *testing.T) {
+	f, names := waveFleet(1)
+	f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = "zones:europe-west4-a"
+	// Neither a zonal data disk nor a reservation: those would pin it anyway.
+	f.Nodes[0].DataDisks, f.Nodes[0].SchedulingConfig = nil, nil
+	e := newClockedEnv(t, f, tpufake.WithRequestLog(1000))
+	e.h.Config.Zones = []string{zone, "europe-west4-a"}
+	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(20 * time.Minute)})
+	handleAll(t, e, names)
+	if left, err := e.h.Drain(context.Background(), e.clock.Set, 500); err != nil || left != 0 {
+		t.Fatalf("Drain = %d unfinished, %v", left, err)
+	}
+	var refusals int
+	for _, r := range e.records.list() {
+		if r.Refusal == nil {
+			continue
+		}
+		refusals++
+		if want := "zones: refused: europe-west4-a is in region europe-west4, not the node's region us-central2"; !strings.HasPrefix(r.Refusal.Fallback, want) {
+			t.Errorf("fallback %q, want it to start %q", r.Refusal.Fallback, want)
+		}
+	}
+	if refusals < 4 {
+		t.Errorf("%d stockout records, want at least 4 (more than K=3: no fallback after them either)", refusals)
+	}
+	for _, r := range e.fake.Requests() {
+		if r.RPC == "nodes.create" && !strings.Contains(r.Name, "/locations/"+zone+"/") {
+			t.Errorf("create in %s, want only the home zone", r.Name)
+		}
 	}
 	if node := e.fake.Fleet().Nodes[0]; node.State != "READY" {
 		t.Errorf("node %s, want READY", node.State)

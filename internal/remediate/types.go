@@ -115,6 +115,13 @@ type Config struct {
 	// StockoutSeed seeds the jitter of stockout back-offs (StockoutDelay):
 	// a fixed seed replays the same retry times.
 	StockoutSeed uint64
+	// Zones are the zones tpu-autoheal watches (AUTOHEAL_ZONES): a node's
+	// autoheal-stockout zones: fallback may name only these.
+	Zones []string
+	// StockoutZoneAfter is how many stockouts in a zone a zones: fallback
+	// takes before it creates in the next zone (AUTOHEAL_STOCKOUT_ZONE_AFTER;
+	// 0 = DefaultStockoutZoneAfter).
+	StockoutZoneAfter int
 }
 
 // Defaults of the newer policy knobs.
@@ -147,6 +154,7 @@ func DefaultConfig() Config {
 		MaintenanceMode:   MaintenancePrepare,
 		CheckpointTimeout: DefaultCheckpointTimeout,
 		ResumeWatch:       DefaultResumeWatch,
+		StockoutZoneAfter: DefaultStockoutZoneAfter,
 	}
 }
 

@@ -715,6 +715,20 @@ run "checkpoint_timeout" {
   expect_failures = [var.checkpoint_timeout]
 }
 
+run "stockout_zone_after" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    stockout_zone_after = 0
+  }
+
+  expect_failures = [var.stockout_zone_after]
+}
+
 run "resume_watch" {
   command = plan
 
