@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -109,6 +110,9 @@ func TestCapacityWaitIsItsOwnPhaseAndBucket(t *testing.T) {
 	}
 	if j.CapacityWaitSeconds != 329 || j.DowntimeSeconds != 1200 || j.Job != "llama-pretrain" {
 		t.Errorf("llama-0: capacity wait %v s, downtime %v s, job %q; want 329, 1200, llama-pretrain", j.CapacityWaitSeconds, j.DowntimeSeconds, j.Job)
+	}
+	if s := report.Summarize(incs); s.CapacityWait != 329*time.Second || s.CapacityWaits != 1 {
+		t.Errorf("summary capacity wait %s over %d incidents, want 5m29s over 1", s.CapacityWait, s.CapacityWaits)
 	}
 	got := report.Goodput(incs)
 	want := []report.JobGoodput{{

@@ -120,6 +120,11 @@ func SummaryLines(s Summary) []string {
 		fmt.Sprintf("  downtime:         %s in total; %s chip-hours lost", Dur(s.Downtime), chipHours(s.ChipHoursLost)),
 		fmt.Sprintf("  training resumed: %d of %d incidents; progress lost %s", s.Resumed, s.Incidents, lost),
 	)
+	if s.CapacityWaits > 0 {
+		// Only when some recovery waited: a night without stockouts reads
+		// as before.
+		lines = append(lines, fmt.Sprintf("  capacity waits:   %s in total, part of the downtime (%d incidents refused for a stockout)", Dur(s.CapacityWait), s.CapacityWaits))
+	}
 	return lines
 }
 
