@@ -99,6 +99,9 @@ type Config struct {
 	// ResumeWatch is how long the guest's training-resumed report is
 	// waited for after an incident.
 	ResumeWatch time.Duration `split_words:"true" default:"2h"`
+	// StockoutZoneAfter: a node whose metadata autoheal-stockout is
+	// zones:Z1,Z2 is created in the next zone after this many stockouts.
+	StockoutZoneAfter int `split_words:"true" default:"3"`
 
 	// Actor is the identity the function acts as (Terraform sets the
 	// function's service account): an admin-activity entry by it is the

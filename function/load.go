@@ -170,7 +170,7 @@ func (c Config) Validate() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"MAX_RECREATES", c.MaxRecreates}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"MAX_ATTEMPTS", c.MaxAttempts}} {
+	}{{"MAX_RECREATES", c.MaxRecreates}, {"MAX_IN_FLIGHT", c.MaxInFlight}, {"MAX_ATTEMPTS", c.MaxAttempts}, {"STOCKOUT_ZONE_AFTER", c.StockoutZoneAfter}} {
 		if n.v <= 0 {
 			bad(n.name, strconv.Itoa(n.v), "want a positive integer")
 		}
@@ -217,6 +217,8 @@ func (c Config) RemediateConfig() remediate.Config {
 		ResumeWatch:       c.ResumeWatch,
 		Actor:             c.Actor,
 		EvidenceWait:      c.EvidenceWait,
+		Zones:             c.Zones,
+		StockoutZoneAfter: c.StockoutZoneAfter,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -86,6 +87,26 @@ func TestStartupScriptPatternIsTheGoConfigs(t *testing.T) {
 	for _, f := range []string{"variables.tf", "main.tf"} {
 		if !strings.Contains(string(mod.files[f]), `regex("`+hclPattern+`", var.startup_script)`) {
 			t.Errorf("%s does not match startup_script with function/load.go's gcsRE %s", f, goPattern)
+		}
+	}
+}
+
+// The acquisition metrics read the refusal a stockout record carries: the
+// words and field names internal/record writes.
+func TestStockoutMetricReadsTheRefusalRecord(t *testing.T) {
+	src := string(loadModule(t, ".").files["main.tf"])
+	p, err := record.Payload(remediate.Record{Action: remediate.ActionRecreate,
+		Refusal: &remediate.Refusal{Kind: remediate.KindStockout.String(), Zone: "us-central2-b", Message: "There is no more capacity in the zone"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusal, _ := p["refusal"].(map[string]any)
+	if refusal["kind"] != "stockout" || refusal["zone"] != "us-central2-b" {
+		t.Fatalf("a stockout record's refusal is %v, want kind stockout and its zone", refusal)
+	}
+	for _, want := range []string{`jsonPayload.refusal.kind=\"stockout\"`, `EXTRACT(jsonPayload.refusal.zone)`, `jsonPayload.steps.name=\"create\"`} {
+		if !strings.Contains(src, want) {
+			t.Errorf("main.tf has no %s", want)
 		}
 	}
 }

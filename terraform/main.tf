@@ -57,6 +57,7 @@ locals {
   # never count, alert on or report each other's records.
   record_log_name   = var.name
   record_app_label  = var.name
+  stockout_filter   = "${local.record_log_filter} AND jsonPayload.refusal.kind=\"stockout\""
   record_log_filter = "(logName=\"projects/${var.project_id}/logs/${local.record_log_name}\" OR logName=\"projects/${var.project_id}/logs/run.googleapis.com%2Fstdout\") AND labels.app=\"${local.record_app_label}\""
 
   # The Pub/Sub service agent, read through the wait that follows its
@@ -595,6 +596,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_RESUME_WATCH              = var.resume_watch
       AUTOHEAL_ACTOR                     = google_service_account.function.email
       AUTOHEAL_EVIDENCE_WAIT             = var.evidence_wait
+      AUTOHEAL_STOCKOUT_ZONE_AFTER       = tostring(var.stockout_zone_after)
       AUTOHEAL_NODE_SERVICE_ACCOUNTS     = join(",", var.tpu_service_accounts)
       AUTOHEAL_MAC_KEY                   = google_kms_crypto_key_version.ledger_mac.name
       AUTOHEAL_TRUST_UNSEALED_SPECS      = tostring(var.trust_unsealed_specs)
@@ -815,9 +817,10 @@ resource "google_kms_crypto_key_iam_member" "function_mac" {
 # Observability: counters over the decision records, a dashboard, and
 # alerts. Alerts on records are log-match policies: they read the log
 # itself, so no alert waits for a new log-based metric to become visible to
-# Cloud Monitoring (hashicorp/terraform-provider-google#11102). The one alert
-# that needs a metric (sweeps stopped) is a PromQL condition with metric
-# validation off, which Monitoring accepts before the metric has a point.
+# Cloud Monitoring (hashicorp/terraform-provider-google#11102). The alerts
+# that need a metric (sweeps stopped, acquisition low) are PromQL conditions
+# with metric validation off, which Monitoring accepts before the metric has
+# a point.
 
 locals {
   metric_prefix = "logging.googleapis.com/user/"
@@ -836,6 +839,13 @@ locals {
   # both resource types records arrive with: absent on both. Each
   # absent_over_time keeps its monitored_resource label, so the two are
   # joined on no label ("and on()"), else they would never match.
+  # A zone's stockouts over its create attempts in the last hour, per zone
+  # and accelerator type: over 0.9 is an acquisition success under 10 %.
+  acquisition_promql = join(" / ", [
+    for m in ["stockouts", "create_attempts"] :
+    "sum by (zone, accelerator_type) (increase({\"__name__\"=\"${local.metric_prefix}${var.name}/${m}\"}[1h]))"
+  ])
+  acquisition_low_promql = "(${local.acquisition_promql}) > 0.9"
   sweeps_promql = join(" and on() ", [
     for rt in ["cloud_function", "cloud_run_revision"] :
     "absent_over_time({\"__name__\"=\"${local.metric_prefix}${var.name}/sweeps\",\"monitored_resource\"=\"${rt}\"}[${coalesce(local.sweep_alert_after_seconds, 180)}s])"
@@ -979,6 +989,68 @@ resource "google_logging_metric" "time_to_recover" {
   }
 }
 
+# Acquisition: records of a recovery that sent a create (a steps entry
+# named create), and records of a create refused for capacity (refusal
+# kind stockout), per zone and accelerator type. A zone's acquisition
+# success rate is 1 - stockouts / create attempts.
+resource "google_logging_metric" "create_attempts" {
+  project     = var.project_id
+  name        = "${var.name}/create_attempts"
+  description = "Records of a recovery that sent a create (jsonPayload.steps.name create), by zone and accelerator type."
+  filter      = "${local.record_log_filter} AND jsonPayload.steps.name=\"create\""
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+
+    labels {
+      key         = "zone"
+      value_type  = "STRING"
+      description = "Zone the node is created in."
+    }
+    labels {
+      key         = "accelerator_type"
+      value_type  = "STRING"
+      description = "The node's accelerator type, e.g. v4-128."
+    }
+  }
+
+  label_extractors = {
+    zone             = "EXTRACT(jsonPayload.zone)"
+    accelerator_type = "EXTRACT(jsonPayload.acceleratorType)"
+  }
+}
+
+resource "google_logging_metric" "stockouts" {
+  project     = var.project_id
+  name        = "${var.name}/stockouts"
+  description = "Creates refused for capacity (jsonPayload.refusal.kind stockout), by zone and accelerator type."
+  filter      = local.stockout_filter
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+
+    labels {
+      key         = "zone"
+      value_type  = "STRING"
+      description = "Zone that refused the create."
+    }
+    labels {
+      key         = "accelerator_type"
+      value_type  = "STRING"
+      description = "The node's accelerator type, e.g. v4-128."
+    }
+  }
+
+  label_extractors = {
+    zone             = "EXTRACT(jsonPayload.refusal.zone)"
+    accelerator_type = "EXTRACT(jsonPayload.acceleratorType)"
+  }
+}
+
 # One ERROR record per breaker trip (reason "breaker open ...").
 resource "google_logging_metric" "breaker_trips" {
   project     = var.project_id
@@ -1069,6 +1141,38 @@ resource "google_monitoring_alert_policy" "recovery_failed" {
   documentation {
     mime_type = "text/markdown"
     content   = "tpu-autoheal could not recover TPU node $${log.extracted_label.node} (outcome $${log.extracted_label.outcome}). Read its records: `gcloud logging read 'logName=\"projects/${var.project_id}/logs/${local.record_log_name}\" AND jsonPayload.outcome=(\"failed\" OR \"abandoned\")' --project ${var.project_id} --freshness 1h`. A failed attempt is retried by the next delivery or sweep; an abandoned recovery (after max_attempts) needs a person: its ERROR record carries the saved spec."
+  }
+}
+
+# A zone whose creates are nearly all refused for capacity for an hour,
+# while a recovery waits there: stockout records are only written while a
+# recovery waits, so the ratio exists only then.
+resource "google_monitoring_alert_policy" "acquisition_low" {
+  project               = var.project_id
+  display_name          = "${var.name}: TPU acquisition success under 10 % for an hour"
+  combiner              = "OR"
+  severity              = "WARNING"
+  notification_channels = var.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "Stockouts over 90 % of create attempts in a zone, over an hour"
+
+    condition_prometheus_query_language {
+      query                     = local.acquisition_low_promql
+      duration                  = "0s"
+      evaluation_interval       = "300s"
+      disable_metric_validation = true
+    }
+  }
+
+  alert_strategy {
+    auto_close = "86400s"
+  }
+
+  documentation {
+    mime_type = "text/markdown"
+    content   = "For an hour, more than 90 % of tpu-autoheal's creates in a zone were refused for capacity (stockout) while a recovery waited there. Read the refusals: `gcloud logging read '${replace(local.stockout_filter, "'", "")}' --project ${var.project_id} --freshness 1h`. Options: a reservation, a queued resource, another zone of the region (metadata autoheal-stockout; see docs/capacity.md), or wait."
   }
 }
 
@@ -1238,6 +1342,22 @@ resource "google_monitoring_dashboard" "autoheal" {
             metric = google_logging_metric.outcomes.name
             filter = "metric.label.outcome=\"prepared\""
             group  = []
+            plot   = "STACKED_BAR"
+            align  = "ALIGN_SUM"
+          },
+          {
+            title  = "Create attempts by zone and accelerator type"
+            metric = google_logging_metric.create_attempts.name
+            filter = ""
+            group  = ["metric.label.zone", "metric.label.accelerator_type"]
+            plot   = "STACKED_BAR"
+            align  = "ALIGN_SUM"
+          },
+          {
+            title  = "Stockouts by zone and accelerator type"
+            metric = google_logging_metric.stockouts.name
+            filter = ""
+            group  = ["metric.label.zone", "metric.label.accelerator_type"]
             plot   = "STACKED_BAR"
             align  = "ALIGN_SUM"
           },

@@ -96,7 +96,7 @@ output "record_log" {
 }
 
 output "metric_names" {
-  description = "Log-based metrics: recoveries started, finished, failed; outcomes; time to recover; breaker trips; sweeps; rejects."
+  description = "Log-based metrics: recoveries started, finished, failed; outcomes; time to recover; breaker trips; sweeps; rejects; create attempts and stockouts."
   value = {
     recoveries_started  = google_logging_metric.recoveries_started.name
     recoveries_finished = google_logging_metric.recoveries_finished.name
@@ -106,6 +106,8 @@ output "metric_names" {
     breaker_trips       = google_logging_metric.breaker_trips.name
     sweeps              = google_logging_metric.sweeps.name
     rejects             = google_logging_metric.rejects.name
+    create_attempts     = google_logging_metric.create_attempts.name
+    stockouts           = google_logging_metric.stockouts.name
   }
 }
 
@@ -115,13 +117,14 @@ output "alert_policy" {
 }
 
 output "alert_policies" {
-  description = "Every alert policy, keyed recovery_failed, breaker_open, startup_error, dead_letter_backlog, sweeps_stopped."
+  description = "Every alert policy, keyed recovery_failed, breaker_open, startup_error, dead_letter_backlog, sweeps_stopped, acquisition_low."
   value = {
     recovery_failed     = google_monitoring_alert_policy.recovery_failed.name
     breaker_open        = google_monitoring_alert_policy.breaker_open.name
     startup_error       = google_monitoring_alert_policy.startup_error.name
     dead_letter_backlog = google_monitoring_alert_policy.dead_letter_backlog.name
     sweeps_stopped      = google_monitoring_alert_policy.sweeps_stopped.name
+    acquisition_low     = google_monitoring_alert_policy.acquisition_low.name
   }
 }
 

@@ -564,6 +564,17 @@ variable "checkpoint_timeout" {
   }
 }
 
+variable "stockout_zone_after" {
+  type        = number
+  description = "Stockouts after which a node asking autoheal-stockout=zones:Z1,Z2 is created in its next zone (AUTOHEAL_STOCKOUT_ZONE_AFTER)."
+  default     = 3
+
+  validation {
+    condition     = var.stockout_zone_after >= 1 && floor(var.stockout_zone_after) == var.stockout_zone_after
+    error_message = "stockout_zone_after must be a whole number of at least 1."
+  }
+}
+
 variable "resume_watch" {
   type        = string
   description = "How long the guest's training-resumed report is waited for after an incident (AUTOHEAL_RESUME_WATCH), a Go duration."

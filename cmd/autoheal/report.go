@@ -33,8 +33,15 @@ of the records log (a JSON array of entries); read as a stream. Or
 Default Credentials, permission logging.logEntries.list).
 
 Output: --format text (aligned tables), json (one object per incident, one a
-line), or csv; --html FILE also writes a self-contained page with the summary
-and a timeline, one row per incident, one coloured bar per phase.
+line), csv, or goodput (one object per job, one a line: the time its
+incidents cost in ml-goodput-measurement's badput buckets
+INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION and WASTED_PROGRESS_FROM_DISRUPTION,
+and our CAPACITY_WAIT; a job is the node, or what its metadata autoheal-job
+names); --exclusions FILE also writes the incidents as that library's
+exclusion intervals, [{"start_time_utc", "end_time_utc"}], one per incident
+from detection to training resumed (or the node READY); --html FILE also
+writes a self-contained page with the summary and a timeline, one row per
+incident, one coloured bar per phase (waiting for capacity in its own).
 
 Input that is not records is named, with the command that reads it: audit
 log entries (autoheal replay), autoheal replay --format json output; with
@@ -59,7 +66,8 @@ func RecordsFilter(project, recordLog, app string) string {
 
 func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", reportHelp, stderr)
-	format := fs.String("format", "text", "output `format`: text, json or csv")
+	format := fs.String("format", "text", "output `format`: text, json, csv or goodput")
+	exclusions := fs.String("exclusions", "", "also write the incidents' goodput exclusion intervals, a JSON array, to this `file`")
 	html := fs.String("html", "", "also write the report as one self-contained HTML page to this `file`")
 	title := fs.String("title", "tpu-autoheal: what did it cost?", "the HTML page's `title`")
 	fromLogging := fs.Bool("from-logging", false, "read the records from Cloud Logging (Application Default Credentials) instead of files")
@@ -73,9 +81,9 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	switch *format {
-	case "text", "json", "csv":
+	case "text", "json", "csv", "goodput":
 	default:
-		return usagef("--format %q: want text, json or csv", *format)
+		return usagef("--format %q: want text, json, csv or goodput", *format)
 	}
 	var next func() (report.Record, error)
 	var closeInput func()
@@ -202,9 +210,16 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		err = report.WriteJSON(stdout, incs)
 	case "csv":
 		err = report.WriteCSV(stdout, incs)
+	case "goodput":
+		err = report.WriteGoodput(stdout, incs)
 	}
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	if *exclusions != "" {
+		if err := writeExclusions(*exclusions, incs); err != nil {
+			return err
+		}
 	}
 	if htmlFile != nil {
 		if err := report.WriteHTML(htmlFile, incs, sum, *title); err != nil {
@@ -318,4 +333,20 @@ func writeDemoReport(ctx context.Context, records, clock string, stdout, stderr 
 			"detection and downtime; --clock event decides each at its own time, and the simulated API answers at once.)")
 	}
 	return runReport(ctx, []string{records}, nil, stdout, stderr)
+}
+
+// writeExclusions writes the incidents' exclusion intervals to name.
+func writeExclusions(name string, incs []report.Incident) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return usagef("--exclusions: %v", err)
+	}
+	if err := report.WriteExclusions(f, incs); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
 }

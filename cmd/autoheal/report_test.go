@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,9 @@ import (
 const (
 	nightRecords = "../../internal/report/testdata/night.jsonl"
 	nightGcloud  = "../../internal/report/testdata/night-gcloud.json"
-	nightSummary = "  downtime:         1h36m in total; 29.25 chip-hours lost"
+	// stockoutRecords: two nodes of one job, one waiting for capacity.
+	stockoutRecords = "../../internal/report/testdata/stockout.jsonl"
+	nightSummary    = "  downtime:         1h36m in total; 29.25 chip-hours lost"
 )
 
 func TestReportReadsRecordFilesAndExports(t *testing.T) {
@@ -204,5 +207,50 @@ func TestDemoEndsWithItsReport(t *testing.T) {
 	if i < 0 || !strings.Contains(r.stdout[i:], "Incidents: 7") ||
 		!strings.Contains(r.stdout[i:], "by outcome:       open 2, recreated 2, recovered by itself 1, skipped: not opted in 1, skipped: terminated by a user 1") {
 		t.Errorf("demo does not end with the report of its 7 incidents:\n%s", r.stdout)
+	}
+}
+
+// TestReportGoodputAndExclusions: --format goodput prints one job a line
+// (the stockout fixture's two nodes are one job, named by autoheal-job,
+// with its capacity wait in our bucket), and --exclusions writes a JSON
+// array of {start_time_utc, end_time_utc}, one per counted incident.
+func TestReportGoodputAndExclusions(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "exclusions.json")
+	r := runCLI(t, nil, "report", "--format", "goodput", "--exclusions", file, stockoutRecords)
+	if r.err != nil {
+		t.Fatalf("report: %v\nstderr: %s", r.err, r.stderr)
+	}
+	var job struct {
+		Job                   string             `json:"job"`
+		Nodes                 []string           `json:"nodes"`
+		BadputSeconds         map[string]float64 `json:"badputSeconds"`
+		AutohealBadputSeconds map[string]float64 `json:"autohealBadputSeconds"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &job); err != nil {
+		t.Fatalf("goodput output %q: %v", r.stdout, err)
+	}
+	if job.Job != "llama-pretrain" || len(job.Nodes) != 2 || job.AutohealBadputSeconds["CAPACITY_WAIT"] != 329 ||
+		job.BadputSeconds["INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION"] != 1230 || job.BadputSeconds["WASTED_PROGRESS_FROM_DISRUPTION"] != 300 {
+		t.Errorf("goodput = %+v, want llama-pretrain of 2 nodes, 1230 s recovery, 300 s wasted, 329 s capacity wait", job)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex []struct {
+		Start string `json:"start_time_utc"`
+		End   string `json:"end_time_utc"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ex); err != nil {
+		t.Fatalf("exclusions %s: %v", b, err)
+	}
+	want := "[{2026-11-20T04:00:05Z 2026-11-20T04:20:00Z} {2026-11-20T04:00:06Z 2026-11-20T04:06:00Z}]"
+	if got := fmt.Sprint(ex); got != want {
+		t.Errorf("exclusions = %s, want %s", got, want)
+	}
+	if r := runCLI(t, nil, "report", "--format", "yaml", stockoutRecords); r.err == nil {
+		t.Error("--format yaml accepted")
 	}
 }

@@ -110,6 +110,18 @@ func TestJSONOutputMatchesItsSchema(t *testing.T) {
 	for _, raw := range jsonObjects(t, r.stdout) {
 		check("report", "report-incident.schema.json", raw)
 	}
+	// report --format goodput: one job a line, a capacity wait included.
+	r = runCLI(t, nil, "report", "--format", "goodput", "../../internal/report/testdata/night.jsonl", "../../internal/report/testdata/stockout.jsonl")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for _, raw := range jsonObjects(t, r.stdout) {
+		check("report --format goodput", "report-goodput.schema.json", raw)
+	}
+	r = runCLI(t, nil, "report", "--format", "json", "../../internal/report/testdata/stockout.jsonl")
+	for _, raw := range jsonObjects(t, r.stdout) {
+		check("report of a capacity wait", "report-incident.schema.json", raw)
+	}
 
 	// status: empty, then with a pause, a hold, an open breaker and an
 	// unfinished recovery; status --node with and without a history.

@@ -130,6 +130,7 @@ type recoveryDoc struct {
 	CreateSentAt     time.Time `firestore:"createSentAt"`
 	GoneAt           time.Time `firestore:"goneAt"`
 	Evidence         string    `firestore:"evidence"` // JSON of the kept entries
+	Stockouts      int         `firestore:"stockouts"`
 }
 
 func (d recoveryDoc) fields() map[string]any {
@@ -144,6 +145,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
 		"sentOps": d.SentOps, "deleteAnswered": d.DeleteAnswered, "deleteUnanswered": d.DeleteUnanswered,
 		"createSentAt": d.CreateSentAt, "goneAt": d.GoneAt, "evidence": d.Evidence,
+		"stockouts": d.Stockouts,
 	}
 }
 
@@ -170,7 +172,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, Attempts: r.Attempts, EventID: r.EventID,
 		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
-		NextLookAt: r.NextLookAt, Failures: r.Failures,
+		NextLookAt: r.NextLookAt, Failures: r.Failures, Stockouts: r.Stockouts,
 		SentOps: r.SentOps, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
 		CreateSentAt: r.CreateSentAt, GoneAt: r.GoneAt, Evidence: evidence,
 	}, nil
@@ -192,7 +194,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		Spec: spec, SpecSeal: seal.Seal{KeyVersion: d.SpecKeyVersion, MAC: d.SpecMAC}, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
-		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures,
+		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures, Stockouts: d.Stockouts,
 		SentOps: d.SentOps, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
 		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
 	}, nil

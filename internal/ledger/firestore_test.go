@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
 // The conditional writes list fields by name; DataTo reads them by struct
@@ -61,5 +63,24 @@ func TestDocIDIsSafeAndInjective(t *testing.T) {
 	}
 	if got, want := docID("projects/p/locations/z/nodes/n"), "projects~p~locations~z~nodes~n"; got != want {
 		t.Errorf("docID of a node name = %q; want the readable %q", got, want)
+	}
+}
+
+// A recovery's stockout count survives the Firestore document: its next
+// stockout waits the next, longer back-off window after a takeover too.
+func TestStockoutsSurviveTheDocument(t *testing.T) {
+	doc, err := toDoc(nodeLedger{Latest: &remediate.Recovery{Node: "projects/p/locations/z/nodes/n", Stockouts: 3, Failures: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.fields()["stockouts"] != 3 {
+		t.Errorf("written stockouts = %v, want 3", doc.fields()["stockouts"])
+	}
+	got, err := doc.recovery()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Stockouts != 3 || got.Failures != 2 {
+		t.Errorf("read back stockouts %d, failures %d; want 3, 2", got.Stockouts, got.Failures)
 	}
 }

@@ -63,6 +63,11 @@ import (
 //	                 on the record that ended a recovery, an attempt or a maintenance step
 //	timeToRecoverSeconds  on the record of a recovery that ended recovered:
 //	                 from the recovery's start to the node READY again
+//	refusal          on the record of an attempt whose create was refused for
+//	                 capacity or quota: {kind: stockout|quota, scope: zone|region,
+//	                 zone, message (the API's wording), stockouts, retryAt,
+//	                 fallback (stockouts: what metadata autoheal-stockout asked, and
+//	                 what is done: wait, zones:…, or why it was refused)}
 //	recordError      (stdout only) why Cloud Logging refused the record
 const (
 	LabelApp    = "app"
@@ -157,6 +162,18 @@ type payload struct {
 	Chips           int             `json:"chips,omitempty"`
 	Outcome         string          `json:"outcome,omitempty"`
 	TimeToRecover   float64         `json:"timeToRecoverSeconds,omitempty"`
+	Refusal         *refusalPayload `json:"refusal,omitempty"`
+}
+
+// refusalPayload is a create refused for capacity (stockout) or quota.
+type refusalPayload struct {
+	Kind      string `json:"kind"`
+	Scope     string `json:"scope,omitempty"`
+	Zone      string `json:"zone,omitempty"`
+	Message   string `json:"message"`
+	Stockouts int    `json:"stockouts,omitempty"`
+	RetryAt   string `json:"retryAt,omitempty"`
+	Fallback  string `json:"fallback,omitempty"`
 }
 
 // Payload returns the record's jsonPayload fields as a JSON object.
@@ -181,6 +198,12 @@ func Payload(r remediate.Record) (map[string]any, error) {
 		Chips:           r.Chips,
 		Outcome:         string(r.Outcome),
 		TimeToRecover:   r.TimeToRecover.Seconds(),
+	}
+	if f := r.Refusal; f != nil {
+		p.Refusal = &refusalPayload{Kind: f.Kind, Scope: f.Scope, Zone: f.Zone, Message: f.Message, Stockouts: f.Stockouts, Fallback: f.Fallback}
+		if !f.RetryAt.IsZero() {
+			p.Refusal.RetryAt = f.RetryAt.UTC().Format(time.RFC3339Nano)
+		}
 	}
 	if !r.EventTime.IsZero() {
 		p.EventTime = r.EventTime.UTC().Format(time.RFC3339Nano)

@@ -321,3 +321,23 @@ func TestInstanceNamesKeepTwoInstancesApart(t *testing.T) {
 		t.Errorf("stdout record = %s, want app=autoheal-b only", out.String())
 	}
 }
+
+// TestRefusalIsInThePayload: a create refused for capacity is recorded with
+// its kind, scope, zone and the API's wording, so a stockout and a quota
+// can be told apart (and counted per zone) from the logs alone.
+func TestRefusalIsInThePayload(t *testing.T) {
+	retry := time.Date(2026, 11, 20, 4, 1, 30, 0, time.UTC)
+	p, err := record.Payload(remediate.Record{Action: remediate.ActionRecreate, Outcome: remediate.OutcomeFailed,
+		Refusal: &remediate.Refusal{Kind: "stockout", Scope: "zone", Zone: "us-central2-b", Message: "There is no more capacity in the zone", Stockouts: 2, RetryAt: retry}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := p["refusal"].(map[string]any)
+	want := map[string]any{"kind": "stockout", "scope": "zone", "zone": "us-central2-b", "message": "There is no more capacity in the zone", "stockouts": 2.0, "retryAt": "2026-11-20T04:01:30Z"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("refusal (-want +got):\n%s", diff)
+	}
+	if p, _ := record.Payload(remediate.Record{Action: remediate.ActionRecreate}); p["refusal"] != nil {
+		t.Errorf("refusal on a record without one: %v", p["refusal"])
+	}
+}

@@ -11,7 +11,7 @@ import (
 )
 
 // RedactSpec returns a copy of n whose metadata values are replaced by
-// RedactValue's text. Metadata holds ssh-keys, startup scripts and whatever
+// RedactValue's text (but those of PublicMetadataKeys). Metadata holds ssh-keys, startup scripts and whatever
 // else users put there; anyone with log-viewer access reads records, so no
 // value reaches one. The keys stay (a person can see that startup-script is
 // there); the full spec is kept in the ledger only (`autoheal status --node
@@ -23,10 +23,20 @@ func RedactSpec(n *tpu.Node) *tpu.Node {
 	c := *n
 	c.Metadata = make(map[string]string, len(n.Metadata))
 	for k, v := range n.Metadata {
+		if PublicMetadataKeys[k] {
+			c.Metadata[k] = v
+			continue
+		}
 		c.Metadata[k] = RedactValue(v)
 	}
 	return &c
 }
+
+// PublicMetadataKeys are the metadata keys whose values a record shows:
+// names and choices the user sets for tpu-autoheal to read back from its
+// records (the job a node belongs to, its stockout fallback), never
+// secrets. Every other value is redacted.
+var PublicMetadataKeys = map[string]bool{"autoheal-job": true, "autoheal-stockout": true}
 
 // redactionKey keys RedactValue's digest. It is drawn at random when the
 // process starts and kept in memory only: it is in no record, no file and

@@ -157,3 +157,19 @@ func TestPayloadCarriesNodeSizeAndOutcome(t *testing.T) {
 		t.Errorf("payload = %v, want acceleratorType v4-128, chips 64, outcome recovered", p)
 	}
 }
+
+// TestJobAndStockoutChoiceAreShown: the job name and the stockout fallback
+// a node asks for are read back from records (autoheal report --format
+// goodput groups by job): their values are kept, every other one redacted.
+func TestJobAndStockoutChoiceAreShown(t *testing.T) {
+	n := secretNode()
+	n.Metadata["autoheal-job"] = "llama-pretrain"
+	n.Metadata["autoheal-stockout"] = "zones:us-central2-a,us-central2-c"
+	got := record.RedactSpec(n).Metadata
+	if got["autoheal-job"] != "llama-pretrain" || got["autoheal-stockout"] != "zones:us-central2-a,us-central2-c" {
+		t.Errorf("metadata %v, want autoheal-job and autoheal-stockout shown", got)
+	}
+	if !strings.HasPrefix(got["ssh-keys"], "redacted: ") {
+		t.Errorf("ssh-keys = %q, want redacted", got["ssh-keys"])
+	}
+}

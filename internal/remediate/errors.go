@@ -27,9 +27,10 @@ const (
 	KindNone          Kind = iota // no error
 	KindNotFound                  // NOT_FOUND (404)
 	KindAlreadyExists             // ALREADY_EXISTS (409 other than ABORTED)
-	KindExhausted                 // RESOURCE_EXHAUSTED about capacity or quota (a stockout): retried later, never counted permanent
+	KindStockout                  // the zone has no capacity for it (a stockout): retried with jittered back-off, never counted
 	KindTransient                 // may go away by itself: 429 rate limits, 5xx, INTERNAL, UNAVAILABLE, deadlines, broken connections, malformed answers
 	KindPermanent                 // retrying the same call cannot help: INVALID_ARGUMENT, PERMISSION_DENIED, FAILED_PRECONDITION, …
+	KindQuota                     // a resource quota is used up (zone or region, QuotaScope): retried every lease, never counted, never a zone fallback
 )
 
 func (k Kind) String() string {
@@ -40,8 +41,10 @@ func (k Kind) String() string {
 		return "not found"
 	case KindAlreadyExists:
 		return "already exists"
-	case KindExhausted:
-		return "exhausted"
+	case KindStockout:
+		return "stockout"
+	case KindQuota:
+		return "quota"
 	case KindTransient:
 		return "transient"
 	case KindPermanent:
@@ -62,9 +65,16 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // kindOfCode classifies a google.rpc code with its message: the one table
 // both adapters and finished operations use. RESOURCE_EXHAUSTED is a
-// stockout or quota (KindExhausted) unless the message says it is about
-// request rate (then KindTransient, like any 429 on a poll).
+// stockout when its wording is about capacity ("There is no more capacity
+// in the zone"), a quota when it names one, else request rate
+// (KindTransient, like any 429 on a poll); FAILED_PRECONDITION
+// "Insufficient reserved capacity" is a stockout of a reservation. Compute
+// Engine's ZONE_RESOURCE_POOL_EXHAUSTED(_WITH_DETAILS) and
+// insufficientCapacity are stockouts whatever code carries them.
 func kindOfCode(c codes.Code, message string) Kind {
+	if computeStockout(message) {
+		return KindStockout
+	}
 	switch c {
 	case codes.OK:
 		return KindNone
@@ -73,10 +83,18 @@ func kindOfCode(c codes.Code, message string) Kind {
 	case codes.AlreadyExists:
 		return KindAlreadyExists
 	case codes.ResourceExhausted:
-		if stockout(message) {
-			return KindExhausted
+		switch {
+		case capacityWording(message):
+			return KindStockout
+		case quotaWording(message):
+			return KindQuota
 		}
 		return KindTransient
+	case codes.FailedPrecondition:
+		if capacityWording(message) {
+			return KindStockout
+		}
+		return KindPermanent
 	case codes.Internal, codes.Unavailable, codes.Unknown, codes.DeadlineExceeded, codes.Aborted, codes.DataLoss, codes.Canceled:
 		return KindTransient
 	}
@@ -132,10 +150,7 @@ func kindOfHTTP(status int, rpcStatus, message string) Kind {
 	if n, ok := codeOfName(rpcStatus); ok && rpcStatus != "" {
 		c = n
 	}
-	if status == http.StatusTooManyRequests && c == codes.ResourceExhausted {
-		// A 429 is a stockout only when it says so; else a rate limit.
-		return kindOfCode(c, message)
-	}
+	// A 429 is a stockout or quota only when it says so; else a rate limit.
 	return kindOfCode(c, message)
 }
 
@@ -204,16 +219,70 @@ func restText(ge *googleapi.Error) string {
 	return b.String()
 }
 
-// stockout reports whether a RESOURCE_EXHAUSTED message is about capacity
-// or a resource quota rather than request rate.
-func stockout(msg string) bool {
+// capacityWording reports whether a refusal's message is about capacity
+// (the zone, or a reservation, has none to give) rather than a quota or
+// request rate: the TPU API's "There is no more capacity in the zone" (code
+// 8) and "Insufficient reserved capacity" (code 9), Compute Engine's
+// "does not have enough resources available".
+func capacityWording(msg string) bool {
 	s := strings.ToLower(msg)
-	for _, w := range []string{"stockout", "capacity", "insufficient"} {
+	for _, w := range []string{"no more capacity", "insufficient reserved capacity", "insufficient capacity",
+		"stockout", "not have enough resources available", "resource pool exhausted"} {
 		if strings.Contains(s, w) {
 			return true
 		}
 	}
-	return strings.Contains(s, "quota") && !strings.Contains(s, "per minute") && !strings.Contains(s, "rate")
+	return computeStockout(msg)
+}
+
+// computeStockout reports whether msg carries one of Compute Engine's
+// stockout codes or reasons.
+func computeStockout(msg string) bool {
+	s := strings.ToLower(msg)
+	return strings.Contains(s, "zone_resource_pool_exhausted") || strings.Contains(s, "insufficientcapacity")
+}
+
+// quotaWording reports whether a RESOURCE_EXHAUSTED message is about a
+// resource quota rather than request rate.
+func quotaWording(msg string) bool {
+	s := strings.ToLower(msg)
+	return strings.Contains(s, "quota") && !strings.Contains(s, "per minute") && !strings.Contains(s, "rate") && !strings.Contains(s, "requests per")
+}
+
+// KindOfCompute classifies a Compute Engine operation error by its code
+// ("ZONE_RESOURCE_POOL_EXHAUSTED", "QUOTA_EXCEEDED", …) and message, for
+// the Compute Engine backend: stockouts and quotas as the TPU API's, other
+// codes by their wording (transient unless they say otherwise).
+func KindOfCompute(code, message string) Kind {
+	switch strings.ToUpper(code) {
+	case "ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS", "INSUFFICIENTCAPACITY":
+		return KindStockout
+	case "QUOTA_EXCEEDED", "QUOTAEXCEEDED":
+		return KindQuota
+	case "RESOURCE_NOT_FOUND", "NOTFOUND":
+		return KindNotFound
+	case "RESOURCE_ALREADY_EXISTS", "ALREADYEXISTS":
+		return KindAlreadyExists
+	}
+	if capacityWording(message) {
+		return KindStockout
+	}
+	return KindTransient
+}
+
+// QuotaScope is the blast radius a quota (or stockout) refusal's wording
+// gives: "region" when it says "in region" (every zone of the region is
+// refused alike: a zone fallback cannot help), "zone" when it says "in
+// zone" or is a stockout, "" when it says neither.
+func QuotaScope(kind Kind, msg string) string {
+	s := strings.ToLower(msg)
+	switch {
+	case strings.Contains(s, "in region") || strings.Contains(s, "regional") || strings.Contains(s, "region quota"):
+		return "region"
+	case strings.Contains(s, "in zone") || strings.Contains(s, "in the zone") || strings.Contains(s, "zonal") || kind == KindStockout:
+		return "zone"
+	}
+	return ""
 }
 
 // IsNotFound reports whether err is the TPU API's NOT_FOUND.
@@ -226,7 +295,10 @@ func IsAlreadyExists(err error) bool { return KindOf(err) == KindAlreadyExists }
 func IsTransient(err error) bool { return KindOf(err) == KindTransient }
 
 // isExhausted reports whether err is a stockout or quota.
-func isExhausted(err error) bool { return KindOf(err) == KindExhausted }
+func isExhausted(err error) bool { k := KindOf(err); return k == KindStockout || k == KindQuota }
+
+// IsStockout reports whether err is a capacity refusal (KindStockout).
+func IsStockout(err error) bool { return KindOf(err) == KindStockout }
 
 // FromAPI classifies a Google API client's error (REST or gRPC) into an
 // *Error, read through gax-go's apierror; the adapters call it on every
@@ -243,7 +315,11 @@ func FromAPI(err error) error {
 	kind := KindOf(err)
 	if ae, ok := apierror.FromError(err); ok {
 		if st := ae.GRPCStatus(); st != nil {
-			kind = kindOfCode(st.Code(), st.Message()+" "+ae.Reason())
+			text := st.Message() + " " + ae.Reason()
+			if ge := (*googleapi.Error)(nil); errors.As(err, &ge) {
+				text += " " + restText(ge) // a REST error's reasons (ZONE_RESOURCE_POOL_EXHAUSTED)
+			}
+			kind = kindOfCode(st.Code(), text)
 		} else if code := ae.HTTPCode(); code > 0 {
 			var ge *googleapi.Error
 			status, text := "", ae.Message()+" "+ae.Reason()

@@ -633,9 +633,9 @@ func backoff(failures int) time.Duration {
 	return min(d, maxBackoff)
 }
 
-// fail records a failed call of step: a stockout waits a lease and is
-// never counted; a transient failure backs off; a permanent one waits a
-// lease. Either counts toward the limit, beyond which the recovery is
+// fail records a failed call of step: a stockout waits a seeded, jittered
+// back-off (StockoutDelay) and a quota a lease, neither counted; a
+// transient failure backs off; a permanent one waits a lease. Either counts toward the limit, beyond which the recovery is
 // abandoned.
 func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Recovery, Effect) {
 	kind := KindOf(err)
@@ -647,7 +647,11 @@ func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Reco
 	}
 	rec.LastError = fmt.Sprintf("%s (%s): %v", step, kind, err)
 	switch kind {
-	case KindExhausted:
+	case KindStockout:
+		rec.Stockouts++
+		rec.NextLookAt = now.Add(StockoutDelay(cfg, rec.Node, rec.Stockouts))
+		return rec, Effect{}
+	case KindQuota:
 		rec.NextLookAt = now.Add(leaseOf(cfg))
 		return rec, Effect{}
 	case KindPermanent, KindAlreadyExists:

@@ -186,8 +186,9 @@ func TestAdvance(t *testing.T) {
 		{name: "creating, operation ended RESOURCE_EXHAUSTED: back to deleted, spec kept, not counted", rec: rec(PhaseCreating, withCreateOp),
 			res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 8, "There is no more capacity in the zone")}, wantPhase: PhaseDeleted, wantWait: true,
 			check: func(t *testing.T, got Recovery) {
-				if got.Spec == nil || got.Failures != 0 || got.CreateOp != "" || !got.NextLookAt.Equal(now.Add(cfg.Lease)) {
-					t.Errorf("got %+v; want spec kept, not counted, operation forgotten, next look after a lease", got)
+				lo, hi := StockoutWindow(cfg, 1)
+				if got.Spec == nil || got.Failures != 0 || got.CreateOp != "" || got.Stockouts != 1 || got.NextLookAt.Before(now.Add(lo)) || !got.NextLookAt.Before(now.Add(hi)) {
+					t.Errorf("got %+v; want spec kept, not counted, the first stockout, operation forgotten, next look within the first stockout window", got)
 				}
 			}},
 		{name: "creating, operation ended PERMISSION_DENIED: back to deleted, counted permanent", rec: rec(PhaseCreating, withCreateOp),
@@ -281,8 +282,10 @@ func TestKindOfFinishedOperation(t *testing.T) {
 		msg  string
 		want Kind
 	}{
-		{8, "There is no more capacity in the zone", KindExhausted},
-		{8, "Quota 'TPUV4_CHIPS' exceeded", KindExhausted},
+		{8, "There is no more capacity in the zone", KindStockout},
+		{8, "Quota 'TPUV4_CHIPS' exceeded. Limit: 32.0 in region us-central2.", KindQuota},
+		{9, "Insufficient reserved capacity. Contact customer support to increase your reservation.", KindStockout},
+		{14, "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: The zone does not have enough resources available", KindStockout},
 		{13, "internal", KindTransient},
 		{14, "unavailable", KindTransient},
 		{3, "bad", KindPermanent},

@@ -19,6 +19,7 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs *Observation, r *Re
 	rec.NextLookAt = time.Time{} // held now: the lease, not a stale look, protects it
 	failures := rec.Failures
 	var res StepResult
+	refused := false // this run's last call was refused for capacity or quota
 	for i := 0; ; i++ {
 		next, eff := Advance(rec, *obs, res, h.now(), h.Config)
 		if i == maxStepsPerCall && eff.Kind != EffectNone {
@@ -43,10 +44,14 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs *Observation, r *Re
 			}
 		}
 		rec = next
+		if refused {
+			r.Refusal, refused = refusalOf(rec, h.Config), false
+		}
 		if eff.Kind == EffectNone {
 			break
 		}
 		res = h.effect(ctx, rec, eff, obs, r)
+		refused = isExhausted(res.Err)
 	}
 	h.describeEnd(rec, failures, r)
 	return nil
@@ -89,15 +94,23 @@ func (h *Handler) describeEnd(rec Recovery, failuresBefore int, r *Record) {
 	}
 }
 
+// isExhaustedText reports whether rec's last failure was a stockout or
+// quota ("(exhausted)": as recoveries saved before the two were told apart
+// say it).
 func isExhaustedText(rec Recovery) bool {
-	return strings.Contains(rec.LastError, "("+KindExhausted.String()+")")
+	for _, k := range []string{KindStockout.String(), KindQuota.String(), "exhausted"} {
+		if strings.Contains(rec.LastError, "("+k+")") {
+			return true
+		}
+	}
+	return false
 }
 
 // changed reports whether next differs from rec in what the ledger keeps.
 func changed(rec, next Recovery) bool {
 	return rec.Phase != next.Phase || rec.DeleteOp != next.DeleteOp || rec.CreateOp != next.CreateOp ||
 		rec.Failures != next.Failures || !rec.NextLookAt.Equal(next.NextLookAt) || rec.LastError != next.LastError ||
-		rec.Spec != next.Spec || !rec.SpecSeal.Equal(next.SpecSeal) || rec.NodeID != next.NodeID || rec.QueuedResource != next.QueuedResource || rec.DeleteSent != next.DeleteSent
+		rec.Spec != next.Spec || !rec.SpecSeal.Equal(next.SpecSeal) || rec.NodeID != next.NodeID || rec.QueuedResource != next.QueuedResource || rec.DeleteSent != next.DeleteSent || rec.Stockouts != next.Stockouts
 }
 
 // effect makes one call the recovery asked for and returns its result; a

@@ -231,7 +231,7 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 					return "", err
 				})
 				if err != nil {
-					if k := KindOf(err); k != KindTransient && k != KindExhausted {
+					if k := KindOf(err); k != KindTransient && k != KindStockout && k != KindQuota {
 						// NOT FOUND (no such location in the project) or a
 						// permanent error: the other locations still count.
 						// A location that cannot be listed (permission

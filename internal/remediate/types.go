@@ -124,6 +124,16 @@ type Config struct {
 	// recovery waits for a person's audit entry before it concludes
 	// (AUTOHEAL_EVIDENCE_WAIT; 0 = DefaultEvidenceWait).
 	EvidenceWait time.Duration
+	// StockoutSeed seeds the jitter of stockout back-offs (StockoutDelay):
+	// a fixed seed replays the same retry times.
+	StockoutSeed uint64
+	// Zones are the zones tpu-autoheal watches (AUTOHEAL_ZONES): a node's
+	// autoheal-stockout zones: fallback may name only these.
+	Zones []string
+	// StockoutZoneAfter is how many stockouts in a zone a zones: fallback
+	// takes before it creates in the next zone (AUTOHEAL_STOCKOUT_ZONE_AFTER;
+	// 0 = DefaultStockoutZoneAfter).
+	StockoutZoneAfter int
 }
 
 // Defaults of the newer policy knobs.
@@ -160,6 +170,7 @@ func DefaultConfig() Config {
 		CheckpointTimeout: DefaultCheckpointTimeout,
 		ResumeWatch:       DefaultResumeWatch,
 		EvidenceWait:      DefaultEvidenceWait,
+		StockoutZoneAfter: DefaultStockoutZoneAfter,
 	}
 }
 
@@ -223,9 +234,9 @@ func CountsAsRecreate(p Phase) bool {
 // DefaultMaxAttempts is Config.MaxAttempts's default: how many permanent
 // failures (INVALID_ARGUMENT, PERMISSION_DENIED, …) a recovery takes before
 // it is abandoned. A transient failure weighs a quarter of a permanent one
-// (so 4×MaxAttempts transient failures abandon it too); a stockout or quota
-// (RESOURCE_EXHAUSTED) is retried every Lease and never counted, bounded by
-// MaxRecoveryAge.
+// (so 4×MaxAttempts transient failures abandon it too); a stockout is
+// retried after a jittered back-off (StockoutDelay) and a quota every
+// Lease, neither counted, bounded by MaxRecoveryAge.
 const DefaultMaxAttempts = 5
 
 // MaxRecoveryAge bounds every recovery: one still unfinished this long
@@ -292,6 +303,9 @@ type Recovery struct {
 	// queued resource) kept while the recovery is unfinished (Store.
 	// KeepEvidence): the store's, never overwritten by Update.
 	Evidence []Evidence
+	// Stockouts counts this incident's creates refused for capacity: the
+	// nth waits StockoutDelay(n).
+	Stockouts int
 }
 
 // Evidence is what an admin-activity audit entry says about a node with an
@@ -477,6 +491,10 @@ type Record struct {
 	// observed one), so a report can count chip-hours of self-recoveries too.
 	AcceleratorType string
 	Chips           int
+	// Refusal is set on the record of an attempt whose create was refused
+	// for capacity (a stockout) or quota: the zone, the scope and the API's
+	// wording.
+	Refusal *Refusal
 	// Outcome is set on the record of a decision that ended a recovery, an
 	// attempt of one, or a maintenance step (see the Outcome constants); the
 	// log-based metrics and `autoheal report` count these words.

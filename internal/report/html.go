@@ -11,14 +11,17 @@ import (
 
 // PhaseColors are the timeline's bar colours, by phase.
 var PhaseColors = map[string]string{
-	PhaseDetect:  "#8d99ae",
-	PhaseWait:    "#f4a261",
-	PhaseDelete:  "#e63946",
-	PhaseCreate:  "#457b9d",
-	PhaseReset:   "#9b5de5",
-	PhaseBoot:    "#2a9d8f",
-	PhaseRecover: "#80b918",
-	PhaseResume:  "#ffb703",
+	PhaseDetect: "#8d99ae",
+	PhaseWait:   "#f4a261",
+	PhaseDelete: "#e63946",
+	PhaseCreate: "#457b9d",
+	// Waiting for capacity is nobody's step: its own colour, apart from
+	// the recovery's.
+	PhaseCapacity: "#6d597a",
+	PhaseReset:    "#9b5de5",
+	PhaseBoot:     "#2a9d8f",
+	PhaseRecover:  "#80b918",
+	PhaseResume:   "#ffb703",
 }
 
 // Geometry of the timeline.

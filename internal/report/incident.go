@@ -25,18 +25,21 @@ const (
 // Phase names of an incident's timeline: each is the span that ends at the
 // milestone it leads to.
 const (
-	PhaseDetect  = "detect"  // first event → first decision
-	PhaseWait    = "wait"    // first decision → claim (grace periods, deferrals)
-	PhaseDelete  = "delete"  // claim → node deleted
-	PhaseCreate  = "create"  // deleted → created
-	PhaseReset   = "reset"   // claim → queued resource reset done
-	PhaseBoot    = "boot"    // created or reset → READY and HEALTHY
-	PhaseRecover = "recover" // first decision → seen healthy without us
-	PhaseResume  = "resume"  // READY → training resumed on every worker
+	PhaseDetect = "detect" // first event → first decision
+	PhaseWait   = "wait"   // first decision → claim (grace periods, deferrals)
+	PhaseDelete = "delete" // claim → node deleted
+	PhaseCreate = "create" // deleted → created (less any capacity wait)
+	// PhaseCapacity is waiting for capacity: from the first create refused
+	// for it (a stockout) to the create that got the node.
+	PhaseCapacity = "capacity"
+	PhaseReset    = "reset"   // claim → queued resource reset done
+	PhaseBoot     = "boot"    // created or reset → READY and HEALTHY
+	PhaseRecover  = "recover" // first decision → seen healthy without us
+	PhaseResume   = "resume"  // READY → training resumed on every worker
 )
 
 // PhaseOrder is the order phases are drawn and listed in.
-var PhaseOrder = []string{PhaseDetect, PhaseWait, PhaseDelete, PhaseCreate, PhaseReset, PhaseBoot, PhaseRecover, PhaseResume}
+var PhaseOrder = []string{PhaseDetect, PhaseWait, PhaseDelete, PhaseCapacity, PhaseCreate, PhaseReset, PhaseBoot, PhaseRecover, PhaseResume}
 
 // SameEventWindow: a record about a node whose event is within this long of
 // the node's incident's first event belongs to that incident, closed or
@@ -79,6 +82,15 @@ type Incident struct {
 	LostProgressKnown bool
 	Phases            []PhaseSpan
 	Records           int
+	// CapacityWait is the time spent waiting for capacity (stockouts),
+	// from the first create refused for it to the create that got the
+	// node, or to the last record while none did; CapacityFrom and
+	// CapacityTo bound it (zero: no stockout).
+	CapacityWait             time.Duration
+	CapacityFrom, CapacityTo time.Time
+	// Job is the job the node belongs to as its records name it (metadata
+	// autoheal-job, or its queued resource); "" when they do not.
+	Job string
 }
 
 // ChipHoursLost is Downtime × Chips, in chip-hours.
@@ -213,6 +225,10 @@ type builder struct {
 	// lastKind is the last delete, create or reset step seen: the
 	// operation a later poll waits for.
 	lastKind string
+	// firstStockout and lastStockout are when the first and last records
+	// of a create refused for capacity were written; lastCreate is the
+	// start of the last create step.
+	firstStockout, lastStockout, lastCreate time.Time
 }
 
 func eventOf(r Record) time.Time {
@@ -284,6 +300,23 @@ func (b *builder) add(r Record) {
 	}
 	if r.Generation != 0 && b.gen == 0 {
 		b.gen = r.Generation
+	}
+	if in.Job == "" {
+		in.Job = r.Job
+	}
+	for _, s := range r.Steps {
+		if s.Name == "create" && s.Start.After(b.lastCreate) {
+			b.lastCreate = s.Start
+		}
+	}
+	if r.Refusal == "stockout" {
+		seen := b.lastStepEnd(r, r.Time)
+		if b.firstStockout.IsZero() || seen.Before(b.firstStockout) {
+			b.firstStockout = seen
+		}
+		if seen.After(b.lastStockout) {
+			b.lastStockout = seen
+		}
 	}
 
 	switch remediate.Action(r.Action) {
@@ -509,6 +542,15 @@ func (b *builder) incident() Incident {
 	default:
 		in.Downtime = nonNeg(in.End.Sub(down))
 	}
+	if from := b.firstStockout; !from.IsZero() {
+		to := in.End // still waiting when the records end
+		if b.lastCreate.After(b.lastStockout) {
+			to = b.lastCreate // the create that got the node
+		}
+		if to.After(from) {
+			in.CapacityFrom, in.CapacityTo, in.CapacityWait = from, to, to.Sub(from)
+		}
+	}
 	in.Phases = b.phases(in)
 	return in
 }
@@ -531,6 +573,10 @@ func (b *builder) phases(in Incident) []PhaseSpan {
 		switch {
 		case b.recreate:
 			span(PhaseDelete, in.Deleted)
+			if in.CapacityWait > 0 {
+				span(PhaseCreate, in.CapacityFrom) // the create refused
+				span(PhaseCapacity, in.CapacityTo)
+			}
 			span(PhaseCreate, in.Created)
 		case b.reset:
 			span(PhaseReset, b.resetDone)

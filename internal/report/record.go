@@ -38,7 +38,18 @@ type Record struct {
 	AcceleratorType string // the record's, else its spec's
 	Chips           int
 	Outcome         string
+	// Refusal is the kind of a create refusal this record saw ("stockout"
+	// or "quota"; "" for none), RefusalZone where.
+	Refusal, RefusalZone string
+	// Job names the job the node belongs to: its spec's metadata
+	// autoheal-job, else its queued resource; "" when neither is known.
+	Job string
 }
+
+// JobMetadataKey is the node metadata key that names the job it belongs
+// to (a queued resource or multislice spanning several nodes), for
+// `autoheal report --format goodput`.
+const JobMetadataKey = "autoheal-job"
 
 // Step is one timed step of a record.
 type Step struct {
@@ -78,8 +89,14 @@ type wirePayload struct {
 	Chips           int        `json:"chips"`
 	Outcome         string     `json:"outcome"`
 	Spec            *struct {
-		AcceleratorType string `json:"acceleratorType"`
+		AcceleratorType string            `json:"acceleratorType"`
+		QueuedResource  string            `json:"queuedResource"`
+		Metadata        map[string]string `json:"metadata"`
 	} `json:"spec"`
+	Refusal *struct {
+		Kind string `json:"kind"`
+		Zone string `json:"zone"`
+	} `json:"refusal"`
 }
 
 // wireObject is one input object: a stdout record line (the payload's
@@ -249,6 +266,15 @@ func (p *wirePayload) record(timestamp string) (Record, error) {
 	}
 	if r.AcceleratorType == "" && p.Spec != nil {
 		r.AcceleratorType = p.Spec.AcceleratorType
+	}
+	if p.Spec != nil {
+		r.Job = p.Spec.Metadata[JobMetadataKey]
+		if r.Job == "" {
+			r.Job = p.Spec.QueuedResource
+		}
+	}
+	if p.Refusal != nil {
+		r.Refusal, r.RefusalZone = p.Refusal.Kind, p.Refusal.Zone
 	}
 	var err error
 	if r.Time, err = parseTime("timestamp", timestamp); err != nil {

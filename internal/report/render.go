@@ -120,6 +120,11 @@ func SummaryLines(s Summary) []string {
 		fmt.Sprintf("  downtime:         %s in total; %s chip-hours lost", Dur(s.Downtime), chipHours(s.ChipHoursLost)),
 		fmt.Sprintf("  training resumed: %d of %d incidents; progress lost %s", s.Resumed, s.Incidents, lost),
 	)
+	if s.CapacityWaits > 0 {
+		// Only when some recovery waited: a night without stockouts reads
+		// as before.
+		lines = append(lines, fmt.Sprintf("  capacity waits:   %s in total, part of the downtime (%d incidents refused for a stockout)", Dur(s.CapacityWait), s.CapacityWaits))
+	}
 	return lines
 }
 
@@ -191,6 +196,11 @@ type JSONIncident struct {
 	LostProgressSeconds *float64    `json:"lostProgressSeconds"`
 	ChipHoursLost       float64     `json:"chipHoursLost"`
 	Phases              []JSONPhase `json:"phases"`
+	// CapacityWaitSeconds is the time waiting for capacity (stockouts),
+	// also a phase "capacity"; Job the job the records name. Omitted when
+	// zero.
+	CapacityWaitSeconds float64 `json:"capacityWaitSeconds,omitempty"`
+	Job                 string  `json:"job,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -210,6 +220,7 @@ func JSONOf(in Incident) JSONIncident {
 		Start: in.Start.UTC(), Detected: in.Detected.UTC(), Recovered: timePtr(in.Recovered), Resumed: timePtr(in.Resumed),
 		Outcome: in.Outcome, Reason: in.Reason, DowntimeSeconds: round3(in.Downtime.Seconds()),
 		ChipHoursLost: round3(in.ChipHoursLost()), Phases: []JSONPhase{},
+		CapacityWaitSeconds: round3(in.CapacityWait.Seconds()), Job: in.Job,
 	}
 	if in.LostProgressKnown {
 		s := round3(in.LostProgress.Seconds())

@@ -27,6 +27,10 @@ type Summary struct {
 	ChipHoursLost     float64
 	LostProgress      time.Duration // sum over incidents that know theirs
 	LostProgressKnown int
+	// CapacityWait is the time recoveries waited for capacity (part of
+	// Downtime), over CapacityWaits incidents.
+	CapacityWait  time.Duration
+	CapacityWaits int
 }
 
 // Summarize computes the summary of incidents.
@@ -54,6 +58,10 @@ func Summarize(incs []Incident) Summary {
 			s.Resumed++
 		}
 		s.Downtime += in.Downtime
+		if in.CapacityWait > 0 {
+			s.CapacityWait += in.CapacityWait
+			s.CapacityWaits++
+		}
 		s.ChipHoursLost += in.ChipHoursLost()
 		if in.LostProgressKnown {
 			s.LostProgress += in.LostProgress

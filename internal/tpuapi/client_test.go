@@ -220,7 +220,7 @@ func TestFailedOperationIsClassifiedByItsCode(t *testing.T) {
 		status string
 		want   remediate.Kind
 	}{
-		{"RESOURCE_EXHAUSTED", remediate.KindExhausted}, // the fake's default message is a stockout
+		{"RESOURCE_EXHAUSTED", remediate.KindStockout}, // the fake's default message is a stockout
 		{"ALREADY_EXISTS", remediate.KindAlreadyExists},
 		{"NOT_FOUND", remediate.KindNotFound},
 		{"UNAVAILABLE", remediate.KindTransient},

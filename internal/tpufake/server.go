@@ -121,6 +121,12 @@ type FailRule struct {
 	Status string
 	// Message is the error message ("" = a default naming the rule).
 	Message string
+	// Zone narrows the rule to resources of one zone (a zone out of
+	// capacity: RPC "operation:nodes.create", Status "RESOURCE_EXHAUSTED").
+	Zone string
+	// Until ends the rule at that time on the server's clock (zero =
+	// never): a capacity outage of ten minutes.
+	Until time.Time
 	// Of narrows an operations.get rule to the operations of one RPC
 	// ("nodes.delete", "nodes.create", "queuedResources.reset"; "" = any).
 	Of string
@@ -651,6 +657,9 @@ func (s *Server) matchOf(rpc, name, of string) *FailRule {
 		if r.Page != PageNone || r.RPC != rpc || (r.Name != "" && r.Name != name) || (r.Of != "" && r.Of != of) {
 			continue
 		}
+		if (r.Zone != "" && !inZone(name, r.Zone)) || (!r.Until.IsZero() && !s.now().Before(r.Until)) {
+			continue
+		}
 		if !r.take(i, s) {
 			continue
 		}
@@ -974,4 +983,10 @@ func clone[T any](v *T) *T {
 		panic(fmt.Sprintf("tpufake: clone %T: %v", v, err))
 	}
 	return out
+}
+
+// inZone reports whether the resource name (projects/P/locations/Z/...) is
+// in zone.
+func inZone(name, zone string) bool {
+	return strings.Contains(name+"/", "/locations/"+zone+"/")
 }

@@ -185,8 +185,8 @@ func TestFailedCreateOperationIsAStockoutNotATransientError(t *testing.T) {
 		t.Fatalf("CreateNode: %v", err)
 	}
 	done, err := c.GetOperation(ctx, op)
-	if !done || remediate.KindOf(err) != remediate.KindExhausted {
-		t.Errorf("GetOperation = %v, %v (%s); want done, exhausted", done, err, remediate.KindOf(err))
+	if !done || remediate.KindOf(err) != remediate.KindStockout {
+		t.Errorf("GetOperation = %v, %v (%s); want done, stockout", done, err, remediate.KindOf(err))
 	}
 }
 

@@ -552,12 +552,13 @@ run "dashboard_and_alerts" {
   assert {
     condition = toset([for t in jsondecode(google_monitoring_dashboard.autoheal.dashboard_json).mosaicLayout.tiles : t.widget.title]) == toset([
       "Recoveries by outcome", "Time to recover (p95, seconds)", "Maintenance notices prepared", "Breaker trips by zone",
+      "Create attempts by zone and accelerator type", "Stockouts by zone and accelerator type",
     ])
-    error_message = "the dashboard must chart recoveries by outcome, time to recover, notices prepared and breaker trips"
+    error_message = "the dashboard must chart recoveries by outcome, time to recover, notices prepared, breaker trips, create attempts and stockouts"
   }
   assert {
     condition = alltrue([for t in jsondecode(google_monitoring_dashboard.autoheal.dashboard_json).mosaicLayout.tiles :
-      anytrue([for m in [google_logging_metric.outcomes.name, google_logging_metric.time_to_recover.name, google_logging_metric.breaker_trips.name] :
+      anytrue([for m in [google_logging_metric.outcomes.name, google_logging_metric.time_to_recover.name, google_logging_metric.breaker_trips.name, google_logging_metric.create_attempts.name, google_logging_metric.stockouts.name] :
     strcontains(t.widget.xyChart.dataSets[0].timeSeriesQuery.timeSeriesFilter.filter, "metric.type=\"logging.googleapis.com/user/${m}\"")])])
     error_message = "every dashboard chart must read one of the module's log-based metrics"
   }
@@ -587,7 +588,15 @@ run "dashboard_and_alerts" {
     error_message = "the sweeps-stopped alert must look for no sweep record over three one-minute intervals, without metric validation"
   }
   assert {
-    condition     = length([for p in [google_monitoring_alert_policy.recovery_failed, google_monitoring_alert_policy.breaker_open, google_monitoring_alert_policy.startup_error, google_monitoring_alert_policy.dead_letter_backlog, google_monitoring_alert_policy.sweeps_stopped] : p if p.notification_channels == null || length(coalesce(p.notification_channels, [])) == 0]) == 5
+    condition     = strcontains(google_logging_metric.stockouts.filter, "jsonPayload.refusal.kind=\"stockout\"") && google_logging_metric.stockouts.label_extractors["zone"] == "EXTRACT(jsonPayload.refusal.zone)" && strcontains(google_logging_metric.create_attempts.filter, "jsonPayload.steps.name=\"create\"")
+    error_message = "stockouts must count records refused for capacity by the refusing zone; create attempts the records that sent a create"
+  }
+  assert {
+    condition     = strcontains(google_monitoring_alert_policy.acquisition_low.conditions[0].condition_prometheus_query_language[0].query, "${google_logging_metric.stockouts.name}\"}[1h])) / sum by (zone, accelerator_type) (increase({\"__name__\"=\"logging.googleapis.com/user/${google_logging_metric.create_attempts.name}\"}[1h]))) > 0.9") && google_monitoring_alert_policy.acquisition_low.conditions[0].condition_prometheus_query_language[0].disable_metric_validation
+    error_message = "the acquisition alert must fire when stockouts exceed 90 % of create attempts over an hour, per zone and accelerator type, without metric validation"
+  }
+  assert {
+    condition     = length([for p in [google_monitoring_alert_policy.recovery_failed, google_monitoring_alert_policy.breaker_open, google_monitoring_alert_policy.startup_error, google_monitoring_alert_policy.dead_letter_backlog, google_monitoring_alert_policy.sweeps_stopped, google_monitoring_alert_policy.acquisition_low] : p if p.notification_channels == null || length(coalesce(p.notification_channels, [])) == 0]) == 6
     error_message = "with no notification_channels every alert still exists"
   }
 }

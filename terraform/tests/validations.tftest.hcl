@@ -729,6 +729,20 @@ run "sweep_min_interval" {
   expect_failures = [var.sweep_min_interval]
 }
 
+run "stockout_zone_after" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    stockout_zone_after = 0
+  }
+
+  expect_failures = [var.stockout_zone_after]
+}
+
 run "resume_watch" {
   command = plan
 
