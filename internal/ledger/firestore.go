@@ -130,7 +130,7 @@ type recoveryDoc struct {
 	CreateSentAt     time.Time `firestore:"createSentAt"`
 	GoneAt           time.Time `firestore:"goneAt"`
 	Evidence         string    `firestore:"evidence"` // JSON of the kept entries
-	Stockouts      int         `firestore:"stockouts"`
+	Stockouts        int       `firestore:"stockouts"`
 }
 
 func (d recoveryDoc) fields() map[string]any {
