@@ -364,6 +364,11 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		f.handler.Skip(ctx, ev, events.EvidenceNote(ev))
 		return nil
 	}
+	if ev.Kind == events.KindInstance {
+		// A Compute Engine instance that is not a Cloud TPU worker: the
+		// instance path (instance.go).
+		return f.handleInstance(ctx, ev)
+	}
 	if ev.Kind == events.KindZoneHint {
 		// A Compute Engine entry about a TPU worker VM names no node:
 		// look at the opted-in nodes of its project and zone now.

@@ -11,7 +11,11 @@ import "strings"
 // t1v-n-* (the VMs of TPU nodes), which become zone hints; and, from the
 // admin-activity audit log, the TPU API's node creates and deletes and
 // queued resource deletes (AdminMethods), which are evidence of who changed a
-// node. The logs are named by exact log_id() terms, never by a substring of
+// node. For Compute Engine TPU VMs (instances not named t1v-n-*; KindInstance)
+// it selects the system events of InstanceMethods and persons'
+// InstanceAdminMethods entries. Those are about every VM of a project, not
+// only TPU VMs (the function discards a non-TPU instance after one cached
+// lookup; docs/computeengine.md estimates the volume). The logs are named by exact log_id() terms, never by a substring of
 // logName: a log of any other name, however it is spelled, is not routed
 // (and Parse rejects an entry of one; see admin.go).
 var SinkFilter = sinkFilter()
@@ -31,8 +35,14 @@ func sinkFilter() string {
 		`(protoPayload.serviceName="` + ServiceTPU + `" AND (` + or("protoPayload.methodName", []string{MethodTerminate, MethodRestart}) + `))` +
 		` OR ` +
 		`(protoPayload.serviceName="` + ServiceCompute + `" AND protoPayload.resourceName:"/instances/` + tpuInstancePrefix + `" AND (` +
-		or("protoPayload.methodName", ComputeMethods) + `))))` +
+		or("protoPayload.methodName", ComputeMethods) + `))` +
 		` OR ` +
-		`(log_id("cloudaudit.googleapis.com/activity") AND protoPayload.serviceName="` + ServiceTPU + `" AND (` +
-		or("protoPayload.methodName", AdminMethods) + `)))`
+		`(protoPayload.serviceName="` + ServiceCompute + `" AND NOT protoPayload.resourceName:"/instances/` + tpuInstancePrefix + `" AND (` +
+		or("protoPayload.methodName", InstanceMethods) + `))))` +
+		` OR ` +
+		`(log_id("cloudaudit.googleapis.com/activity") AND ((protoPayload.serviceName="` + ServiceTPU + `" AND (` +
+		or("protoPayload.methodName", AdminMethods) + `))` +
+		` OR ` +
+		`(protoPayload.serviceName="` + ServiceCompute + `" AND NOT protoPayload.resourceName:"/instances/` + tpuInstancePrefix + `" AND (` +
+		or("protoPayload.methodName", InstanceAdminMethods) + `)))))`
 }
