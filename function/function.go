@@ -27,6 +27,7 @@ import (
 	"google.golang.org/api/option"
 	storage "google.golang.org/api/storage/v1"
 
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/record"
@@ -51,8 +52,10 @@ type Function struct {
 	diag    *slog.Logger
 	cfg     Config
 	handler *remediate.Handler
-	now     func() time.Time
-	closers []func() error
+	// instances is the instance path (instance.go): Compute Engine TPU VMs.
+	instances *computevm.Recovery
+	now       func() time.Time
+	closers   []func() error
 }
 
 type deps struct {
@@ -71,6 +74,8 @@ type deps struct {
 	incidents  remediate.IncidentStore  // resume.go
 	kicker     Kicker                   // kick.go
 	pubsub     []option.ClientOption    // kick.go
+	compute    computevm.Instances      // instance.go
+	vmStore    computevm.Store          // instance.go
 }
 
 // Option replaces a dependency New would otherwise build (tests, `autoheal
@@ -184,6 +189,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		}
 		f.closers = append(f.closers, fc.Close)
 		d.store = ledger.NewFirestore(fc, ledger.WithHoldTTL(cfg.HoldTTL))
+		if d.vmStore == nil {
+			d.vmStore = computevm.NewFirestore(fc, "") // instance.go
+		}
 		if d.notices == nil {
 			d.notices = ledger.NewFirestoreNotices(fc) // maintenance.go
 		}
@@ -205,6 +213,10 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		return fail(err)
 	}
 	wireResume(f.handler, &d, rc, f.diag) // resume.go
+	// instance.go: the instance path (Compute Engine TPU VMs), when on.
+	if f.instances, err = newInstances(ctx, cfg, &d, rc); err != nil {
+		return fail(err)
+	}
 	// kick.go: follow kicks, when a follow run has a window to follow in.
 	if cfg.SweepFollow > 0 {
 		switch {
@@ -342,6 +354,7 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		}
 		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
 			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
+		f.sweepInstances(ctx)   // instance.go
 		f.chain(ctx, res.Chain) // kick.go
 		return nil
 	}

@@ -99,6 +99,7 @@ locals {
     "cloudkms.googleapis.com",
     "cloudresourcemanager.googleapis.com",
     "cloudscheduler.googleapis.com",
+    "compute.googleapis.com",
     "firestore.googleapis.com",
     "iam.googleapis.com",
     "logging.googleapis.com",
@@ -571,6 +572,8 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_STARTUP_SCRIPT_GENERATION = local.startup_script_generation
       AUTOHEAL_FIRESTORE_DATABASE        = google_firestore_database.ledger.name
       AUTOHEAL_TPU_ENDPOINT              = var.tpu_endpoint
+      AUTOHEAL_COMPUTE_INSTANCES         = tostring(var.compute_instances)
+      AUTOHEAL_COMPUTE_ENDPOINT          = var.compute_endpoint
       AUTOHEAL_RECORD_TO                 = var.record_to
       AUTOHEAL_RECORD_LOG                = local.record_log_name
       AUTOHEAL_APP_LABEL                 = local.record_app_label
@@ -634,8 +637,9 @@ resource "google_project_iam_custom_role" "tpu" {
   project     = each.value
   role_id     = "${local.role_id}_tpu"
   title       = "tpu-autoheal TPU (${var.name})"
-  description = "What the tpu-autoheal function calls on TPU nodes, queued resources and operations in a watched project."
-  permissions = local.tpu_permissions
+  description = "What the tpu-autoheal function calls on TPU nodes, queued resources and operations (and, with compute_instances, Compute Engine TPU VMs) in a watched project."
+  # The Compute Engine permissions only when the instance path is on.
+  permissions = var.compute_instances ? local.tpu_permissions : [for p in local.tpu_permissions : p if !startswith(p, "compute.")]
 }
 
 resource "google_project_iam_member" "tpu" {
