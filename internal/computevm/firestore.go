@@ -150,9 +150,10 @@ func (f *Firestore) Evidence(ctx context.Context, instances []string) ([]vmpolic
 }
 
 type sliceDoc struct {
-	Since  time.Time `firestore:"since"`
-	Action string    `firestore:"action"`
-	At     time.Time `firestore:"at"`
+	Since      time.Time `firestore:"since"`
+	Action     string    `firestore:"action"`
+	At         time.Time `firestore:"at"`
+	Operations []string  `firestore:"operations"`
 }
 
 // Slice implements Store.
@@ -168,11 +169,11 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 	if err := s.DataTo(&d); err != nil {
 		return SliceState{}, err
 	}
-	return SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}}, nil
+	return SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations}, nil
 }
 
 // SetSlice implements Store.
 func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) error {
-	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At}) // rest: firestore.projects.databases.documents.commit
+	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations}) // rest: firestore.projects.databases.documents.commit
 	return err
 }

@@ -330,6 +330,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	if err != nil {
 		return remediate.Record{}, fmt.Errorf("read slice %s: %w", key, err)
 	}
+	if state, err = r.verdicts(ctx, key, state); err != nil {
+		return remediate.Record{}, err
+	}
 	now := r.now()
 	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, Now: now}, r.Policy)
 	healthy := true
@@ -386,25 +389,44 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		}
 		return remediate.Record{}, fmt.Errorf("claim %s: %w", key, err)
 	}
-	// Persist before acting: the claim counts for the cooldown and caps
-	// from here on, and the incident's action is saved, so a crash after
-	// the call cannot make it twice (the request ids make a retried call
-	// the same call).
-	rec.Phase, rec.StartedAt, rec.UpdatedAt = remediate.PhaseCreating, now, now
+	// Persist before acting. The claim is saved in a terminal phase that
+	// counts as a recreate (remediate.CountsAsRecreate): it counts for the
+	// cooldown and caps from here on, and no unfinished recovery named
+	// after an instance is ever left for the node path's resumers to
+	// advance as a TPU node, whatever happens next. The instance's state
+	// is read again on every look; the slice's incident (saved next) says
+	// what was sent, so a crash after the call cannot make it twice, and
+	// the request ids make a retried call the same call.
+	rec.Phase, rec.StartedAt, rec.UpdatedAt = remediate.PhaseRecovered, now, now
+	rec.LastError = fmt.Sprintf("instance path: %s %v sent; the instances are read again on every look", dec.Action, dec.Targets)
 	if err := r.Ledger.Update(ctx, rec); err != nil {
 		return remediate.Record{}, fmt.Errorf("save claim of %s: %w", key, err)
 	}
+	prev := state.Incident
 	state.Incident = vmpolicy.Incident{Action: dec.Action, At: now}
 	if err := r.Store.SetSlice(ctx, key, state); err != nil {
 		return remediate.Record{}, fmt.Errorf("save incident of %s: %w", key, err)
 	}
-	steps, callErr := r.act(ctx, dec, key, members, state.Since)
-	rec.Phase, rec.UpdatedAt = remediate.PhaseDone, r.now()
-	if callErr != nil {
-		rec.LastError = callErr.Error()
+	steps, pending, callErr := r.act(ctx, dec, key, members, fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation))
+	if callErr == nil && len(pending) > 0 {
+		state.Operations = pending
+		if err := r.Store.SetSlice(ctx, key, state); err != nil {
+			return remediate.Record{}, fmt.Errorf("save the operations of %s: %w", key, err)
+		}
 	}
-	if err := r.Ledger.Update(ctx, rec); err != nil {
-		return remediate.Record{}, fmt.Errorf("close claim of %s: %w", key, err)
+	if callErr != nil {
+		// Failed (a stockout, quota, a refusal, or an answer lost): the
+		// incident is open again, so a later look retries once the
+		// cooldown the claim counted for has passed (bounded by the window
+		// cap); a call that took effect after all is the same request.
+		state.Incident = prev
+		if err := r.Store.SetSlice(ctx, key, state); err != nil {
+			return remediate.Record{}, fmt.Errorf("reopen incident of %s: %w", key, err)
+		}
+		rec.LastError, rec.UpdatedAt = callErr.Error(), r.now()
+		if err := r.Ledger.Update(ctx, rec); err != nil {
+			return remediate.Record{}, fmt.Errorf("save the failure of %s: %w", key, err)
+		}
 	}
 	reason := dec.Reason + ": " + strings.Join(dec.Targets, ", ")
 	out := r.build(start, ev, key, members, action, reason, callErr)
@@ -414,6 +436,42 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	}
 	r.write(ctx, &out)
 	return out, nil
+}
+
+// verdicts looks at the operations of the incident's last action: one that
+// ended in error reopens the incident (a stockout, quota, or a refusal
+// found late), so a later look may act again; finished ones are dropped.
+func (r *Recovery) verdicts(ctx context.Context, key string, state SliceState) (SliceState, error) {
+	if len(state.Operations) == 0 {
+		return state, nil
+	}
+	var open []string
+	var failed error
+	for _, op := range state.Operations {
+		seg := strings.Split(op, "/")
+		if len(seg) != 6 {
+			continue
+		}
+		done, err := r.Compute.GetOperation(ctx, seg[1], seg[3], seg[5])
+		switch {
+		case !done && err != nil && KindOf(err) == KindNotFound:
+			// Forgotten by Compute Engine: no verdict will come; the
+			// instances' state says the rest.
+		case !done:
+			open = append(open, op)
+		case err != nil:
+			failed = err
+		}
+	}
+	next := state
+	next.Operations = open
+	if failed != nil {
+		next.Incident, next.Operations = vmpolicy.Incident{}, nil
+	}
+	if err := r.Store.SetSlice(ctx, key, next); err != nil {
+		return state, fmt.Errorf("save the verdicts of %s: %w", key, err)
+	}
+	return next, nil
 }
 
 // pauses is what a ledger that lists its pauses (ledger.Admin) offers:
@@ -463,21 +521,27 @@ func (r *Recovery) pause(ctx context.Context, hist remediate.History, key string
 }
 
 // act makes the decision's calls, one per target (recreateInstances: one
-// for all), and looks once at each operation.
-func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, members []member, since time.Time) ([]remediate.Step, error) {
+// for all), and looks once at each operation; pending are the operations
+// without a verdict yet. incident names the incident and the claim: the
+// request ids derive from it, so a call repeated within one claim is one
+// request, and a retry under a later claim (after a stockout) a new one.
+func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, members []member, incident string) (steps []remediate.Step, pending []string, _ error) {
 	byName := map[string]member{}
 	for _, m := range members {
 		byName[m.ref.String()] = m
 	}
-	var steps []remediate.Step
 	var errs []error
 	call := func(name, project, zone string, f func() (string, error)) {
 		t := r.now()
 		op, err := f()
 		st := remediate.Step{Name: name, Operation: op, Start: t}
 		if err == nil && op != "" {
-			if done, oerr := r.Compute.GetOperation(ctx, project, zone, op); done && oerr != nil {
+			done, oerr := r.Compute.GetOperation(ctx, project, zone, op)
+			switch {
+			case done && oerr != nil:
 				err = oerr
+			case !done:
+				pending = append(pending, "projects/"+project+"/zones/"+zone+"/operations/"+op)
 			}
 		}
 		st.Duration = r.now().Sub(t)
@@ -487,7 +551,6 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 		}
 		steps = append(steps, st)
 	}
-	incident := since.UTC().Format(time.RFC3339Nano)
 	switch dec.Action {
 	case vmpolicy.ActionStart:
 		for _, t := range dec.Targets {
@@ -510,7 +573,7 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 			return r.Compute.RecreateInstances(ctx, mig, dec.Targets, RequestID(key+"|recreateInstances|"+incident))
 		})
 	}
-	return steps, errors.Join(errs...)
+	return steps, pending, errors.Join(errs...)
 }
 
 // zoneOfKey is the project and zone of a slice key.

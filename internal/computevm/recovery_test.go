@@ -384,3 +384,30 @@ func TestGuardsDryRunAndPause(t *testing.T) {
 		t.Errorf("%d mutations under dry run and pause", mutations(e))
 	}
 }
+
+func TestAStockoutOnInsertIsRetriedAfterTheCooldown(t *testing.T) {
+	e := newEnv(t)
+	vm := name("spot-delete")
+	e.sweep(vm)
+	e.fake.Fail(computefake.FailRule{Method: "instances.insert", Capacity: computefake.ZoneResourcePoolExhausted, Times: 1})
+	entry, err := e.fake.Preempt(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.deliver(entry)
+	e.clock.add(computefake.DefaultInsertTime) // the insert's operation ends in the stockout
+	if got := e.sweep(vm); got != remediate.ActionSkip {
+		t.Errorf("within the cooldown after the stockout: %s, want skip", got)
+	}
+	e.clock.add(remediate.DefaultConfig().Cooldown)
+	if got := e.sweep(vm); got != "recreate" {
+		t.Fatalf("after the cooldown: %s, want recreate again", got)
+	}
+	e.clock.add(computefake.DefaultInsertTime + time.Second)
+	if in, ok := e.fake.Instance(vm); !ok || in.Status != "RUNNING" {
+		t.Errorf("after the retry: %v %+v", ok, in)
+	}
+	if got := e.calls("instances.insert"); got != 2 {
+		t.Errorf("%d inserts, want 2 (the stockout, the retry)", got)
+	}
+}

@@ -40,6 +40,10 @@ type SliceState struct {
 	Since time.Time
 	// Incident is the last mutating action sent and when.
 	Incident vmpolicy.Incident
+	// Operations are the zone operations of that action without a verdict
+	// yet (projects/P/zones/Z/operations/O): one that ends in error
+	// reopens the incident.
+	Operations []string
 }
 
 // MaxEvidence is how many entries are kept per instance.
