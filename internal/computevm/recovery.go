@@ -2,6 +2,7 @@ package computevm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -26,6 +27,7 @@ type Instances interface {
 	RecreateInstances(ctx context.Context, mig string, instances []string, requestID string) (string, error)
 	GetOperation(ctx context.Context, project, zone, name string) (bool, error)
 	MIGIsSlice(ctx context.Context, mig string) (bool, error)
+	SetMetadataKey(ctx context.Context, r Ref, in *compute.Instance, key, value string) (string, error)
 }
 
 var _ Instances = (*Client)(nil)
@@ -349,7 +351,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	var observed []vmpolicy.Instance
 	for _, m := range members {
 		names = append(names, m.ref.String())
-		observed = append(observed, Observe(m.ref, m.in, m.spec))
+		o := Observe(m.ref, m.in, m.spec)
+		o.NoPrepare = r.maintenanceOff(m.in)
+		observed = append(observed, o)
 	}
 	evidence, err := r.Store.Evidence(ctx, names)
 	if err != nil {
@@ -397,6 +401,19 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	}
 	if r.Config.DryRun {
 		return r.record(ctx, start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("dry run: would %s %v: %s", dec.Action, dec.Targets, dec.Reason), nil), nil
+	}
+	if dec.Action == vmpolicy.ActionPrepare {
+		// Not a recovery: no claim, no cooldown. Level-triggered: an
+		// instance holding the notice is not written again, and the write
+		// carries the fingerprint of the metadata as just read.
+		steps, err := r.prepare(ctx, dec, members)
+		out := r.build(start, ev, key, members, action, dec.Reason+": "+strings.Join(dec.Targets, ", "), err)
+		out.Steps = steps
+		if err == nil {
+			out.Outcome = remediate.OutcomePrepared
+		}
+		r.write(ctx, &out)
+		return out, nil
 	}
 	cause := events.CauseUnknown
 	if ev != nil {
@@ -501,6 +518,50 @@ func (r *Recovery) verdicts(ctx context.Context, key string, state SliceState) (
 		return state, fmt.Errorf("save the verdicts of %s: %w", key, err)
 	}
 	return next, nil
+}
+
+// maintenanceOff reports whether the instance's maintenance mode is off:
+// its label tpu-autoheal-maintenance when valid, else the configured mode.
+func (r *Recovery) maintenanceOff(in *compute.Instance) bool {
+	mode := r.Config.MaintenanceMode
+	if in != nil {
+		if v := in.Labels[remediate.MaintenanceLabel]; v == remediate.MaintenanceOff || v == remediate.MaintenancePrepare || v == remediate.MaintenanceEarly {
+			mode = v
+		}
+	}
+	return mode == remediate.MaintenanceOff
+}
+
+// prepare writes the maintenance notice into metadata autoheal-maintenance
+// of each target (read-modify-write with the fingerprint of the instance
+// as read this look), the same JSON the node path writes, so the startup
+// script and the guest read one contract.
+func (r *Recovery) prepare(ctx context.Context, dec vmpolicy.Decision, members []member) ([]remediate.Step, error) {
+	var steps []remediate.Step
+	var errs []error
+	for _, t := range dec.Targets {
+		for _, m := range members {
+			if m.ref.String() != t || m.in == nil || m.in.ResourceStatus == nil || m.in.ResourceStatus.UpcomingMaintenance == nil {
+				continue
+			}
+			um := m.in.ResourceStatus.UpcomingMaintenance
+			notice := remediate.MaintenanceNotice{Notice: um.WindowStartTime, SentAt: r.now(), Status: um.MaintenanceStatus, Type: um.Type,
+				WindowStart: um.WindowStartTime, WindowEnd: um.WindowEndTime, CanReschedule: um.CanReschedule}
+			b, err := json.Marshal(notice)
+			if err != nil {
+				return steps, err
+			}
+			st := remediate.Step{Name: "set-metadata", Start: r.now()}
+			op, err := r.Compute.SetMetadataKey(ctx, m.ref, m.in, remediate.NoticeMetadataKey, string(b))
+			st.Operation, st.Duration = op, r.now().Sub(st.Start)
+			if err != nil {
+				st.Err = err.Error()
+				errs = append(errs, err)
+			}
+			steps = append(steps, st)
+		}
+	}
+	return steps, errors.Join(errs...)
 }
 
 // pauses is what a ledger that lists its pauses (ledger.Admin) offers:

@@ -452,3 +452,49 @@ func TestAnInstanceThatIsNotOursIsLookedUpOncePerHour(t *testing.T) {
 		t.Errorf("kept evidence about a VM that is not ours: %v", ev)
 	}
 }
+
+func TestAMaintenanceNoticeIsDeliveredToEveryVMOfTheSliceOnce(t *testing.T) {
+	e := newEnv(t)
+	mig := computefake.MIGName(project, zone, "slice-mig")
+	window := epoch.Add(7 * 24 * time.Hour)
+	entries, err := e.fake.ScheduleMaintenance(name("slice-mig-w0"), computefake.Maintenance{WindowStart: window, WindowEnd: window.Add(4 * time.Hour), CanReschedule: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 4 {
+		t.Fatalf("%d notices, want one per VM of the slice", len(entries))
+	}
+	if got := e.deliver(entries[0]); got != "prepare" {
+		t.Fatalf("first notice: %s, want prepare", got)
+	}
+	e.clock.add(computefake.DefaultMetadataTime + time.Second)
+	for _, en := range entries[1:] {
+		if got := e.deliver(en); got != remediate.ActionRecord {
+			t.Errorf("a later notice of the same window: %s, want record (delivered)", got)
+		}
+	}
+	if got := e.sweep(mig); got != remediate.ActionRecord {
+		t.Errorf("sweep after the notice: %s, want record", got)
+	}
+	if got := e.calls("instances.setMetadata"); got != 4 {
+		t.Errorf("%d setMetadata calls, want 4 (one per VM, once)", got)
+	}
+	for _, w := range []string{"w0", "w1", "w2", "w3"} {
+		in, _ := e.fake.Instance(name("slice-mig-" + w))
+		var n remediate.MaintenanceNotice
+		for _, it := range in.Metadata.Items {
+			if it.Key == remediate.NoticeMetadataKey {
+				_ = json.Unmarshal([]byte(*it.Value), &n)
+			}
+		}
+		if n.Notice != window.Format(time.RFC3339) || !n.CanReschedule {
+			t.Errorf("slice-mig-%s notice = %+v", w, n)
+		}
+		if len(in.Metadata.Items) < 3 {
+			t.Errorf("slice-mig-%s lost metadata: %v", w, in.Metadata.Items)
+		}
+	}
+	if mutations(e) != 0 {
+		t.Errorf("%d recovery calls for a notice", mutations(e))
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	compute "google.golang.org/api/compute/v1"
 
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
@@ -91,6 +92,13 @@ func Observe(ref Ref, in, spec *compute.Instance) vmpolicy.Instance {
 	}
 	if in.Scheduling != nil && in.Scheduling.AutomaticRestart != nil {
 		o.AutomaticRestart = *in.Scheduling.AutomaticRestart
+	}
+	if rs := in.ResourceStatus; rs != nil && rs.UpcomingMaintenance != nil && rs.UpcomingMaintenance.MaintenanceStatus == "PENDING" {
+		o.Maintenance = rs.UpcomingMaintenance.WindowStartTime
+	}
+	var sent remediate.MaintenanceNotice
+	if v := metadataValue(in, remediate.NoticeMetadataKey); v != "" && json.Unmarshal([]byte(v), &sent) == nil {
+		o.Notified = sent.Notice
 	}
 	return o
 }

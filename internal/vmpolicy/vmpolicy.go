@@ -28,11 +28,12 @@ const (
 	ActionRecreate          Action = "recreate"          // instances.insert of each target from its saved spec
 	ActionRecreateInstances Action = "recreateInstances" // instanceGroupManagers.recreateInstances of the targets
 	ActionHeld              Action = "held"
+	ActionPrepare           Action = "prepare" // instances.setMetadata autoheal-maintenance on each target
 )
 
 // Mutates reports whether a is a call that changes an instance.
 func (a Action) Mutates() bool {
-	return a == ActionStart || a == ActionRecreate || a == ActionRecreateInstances
+	return a == ActionStart || a == ActionRecreate || a == ActionRecreateInstances || a == ActionPrepare
 }
 
 // Status values of a Compute Engine instance (compute/v1 Instance.status).
@@ -65,6 +66,13 @@ type Instance struct {
 	MIG string
 	// HasSpec: a spec saved before it broke exists (for recreate).
 	HasSpec bool
+	// Maintenance is the window start of its upcoming maintenance when
+	// PENDING (resourceStatus.upcomingMaintenance), "" for none; Notified
+	// the notice (window start) its autoheal-maintenance metadata holds,
+	// "" for none; NoPrepare: its maintenance mode is off.
+	Maintenance string
+	Notified    string
+	NoPrepare   bool
 }
 
 // EvidenceKind says what an audit entry showed.
@@ -175,7 +183,7 @@ func Decide(in Input, cfg Config) Decision {
 		}
 	}
 	if len(broken) == 0 {
-		return Decision{Action: ActionRecord, Reason: "every instance is RUNNING"}
+		return prepare(in.Slice)
 	}
 	for _, i := range broken {
 		sys, person := latest(in.Evidence, i.Name, EvidenceSystem), latest(in.Evidence, i.Name, EvidencePerson)
@@ -258,6 +266,37 @@ func Decide(in Input, cfg Config) Decision {
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("start already sent for this incident at %s", in.Incident.At.Format(time.RFC3339))}
 	}
 	return Decision{Action: ActionStart, Reason: "TERMINATED by a system event", Targets: names(terminated)}
+}
+
+// prepare is the decision about a RUNNING slice: with a PENDING
+// maintenance notice on any of its instances, deliver the earliest window's
+// notice to every instance of the slice that does not hold it yet (the
+// guests checkpoint: one slice, one notice); else record.
+func prepare(slice []Instance) Decision {
+	notice := ""
+	for _, i := range slice {
+		if i.Maintenance != "" && (notice == "" || i.Maintenance < notice) {
+			notice = i.Maintenance
+		}
+	}
+	if notice == "" {
+		return Decision{Action: ActionRecord, Reason: "every instance is RUNNING"}
+	}
+	for _, i := range slice {
+		if i.NoPrepare {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s; maintenance mode off for %s", notice, i.Name)}
+		}
+	}
+	var targets []string
+	for _, i := range slice {
+		if i.Notified != notice {
+			targets = append(targets, i.Name)
+		}
+	}
+	if len(targets) == 0 {
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s: the notice is delivered to every instance", notice)}
+	}
+	return Decision{Action: ActionPrepare, Reason: fmt.Sprintf("maintenance at %s: ask the workload to checkpoint now", notice), Targets: targets}
 }
 
 // latest is the time of the newest evidence of kind about instance.

@@ -152,3 +152,30 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+func TestDecidePrepare(t *testing.T) {
+	const w = "2026-11-27T04:00:00Z"
+	pending := func(i *vmpolicy.Instance) { i.Maintenance = w }
+	notified := func(i *vmpolicy.Instance) { i.Notified = w }
+	off := func(i *vmpolicy.Instance) { i.NoPrepare = true }
+	tests := []struct {
+		name    string
+		slice   []vmpolicy.Instance
+		action  vmpolicy.Action
+		targets []string
+	}{
+		{"a notice on a running VM is delivered", []vmpolicy.Instance{vm(vmA, "RUNNING", pending)}, vmpolicy.ActionPrepare, []string{vmA}},
+		{"a delivered notice is recorded", []vmpolicy.Instance{vm(vmA, "RUNNING", pending, notified)}, vmpolicy.ActionRecord, nil},
+		{"a slice's notice goes to every VM not holding it", []vmpolicy.Instance{vm(vmA, "RUNNING", pending, notified), vm(vmB, "RUNNING")}, vmpolicy.ActionPrepare, []string{vmB}},
+		{"maintenance mode off records", []vmpolicy.Instance{vm(vmA, "RUNNING", pending, off)}, vmpolicy.ActionRecord, nil},
+		{"a broken VM is recovered first, not prepared", []vmpolicy.Instance{vm(vmA, "STAGING", pending)}, vmpolicy.ActionDefer, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := vmpolicy.Decide(vmpolicy.Input{Slice: tt.slice, Since: t0, Now: at(time.Minute)}, vmpolicy.DefaultConfig())
+			if got.Action != tt.action || !cmp.Equal(got.Targets, tt.targets) {
+				t.Errorf("= %s %v (%s), want %s %v", got.Action, got.Targets, got.Reason, tt.action, tt.targets)
+			}
+		})
+	}
+}
