@@ -172,7 +172,15 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 		if KindOf(err) == KindTransient {
 			return nil, err
 		}
-		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionSkip, "cannot read the instance", err)}, nil
+		// Not retryable: the entry is acknowledged, but its evidence is
+		// kept (whether the instance is ours is unknown), so the sweep,
+		// which lists the opted-in instances, decides with it.
+		if e, ok := evidenceOf(ev); ok {
+			if err := r.Store.AddEvidence(ctx, e); err != nil {
+				return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
+			}
+		}
+		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionSkip, "cannot read the instance; its evidence is kept for the sweep", err)}, nil
 	}
 	specs, err := r.Store.Specs(ctx, ref.Project, ref.Zone)
 	if err != nil {
@@ -485,8 +493,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 }
 
 // verdicts looks at the operations of the incident's last action: one that
-// ended in error reopens the incident (a stockout, quota, or a refusal
-// found late), so a later look may act again; finished ones are dropped.
+// ended in error (a stockout, quota, a refusal found late), or that Compute
+// Engine no longer knows, reopens the incident, so a later look may act
+// again; finished ones are dropped.
 func (r *Recovery) verdicts(ctx context.Context, key string, state SliceState) (SliceState, error) {
 	if len(state.Operations) == 0 {
 		return state, nil
@@ -501,8 +510,11 @@ func (r *Recovery) verdicts(ctx context.Context, key string, state SliceState) (
 		done, err := r.Compute.GetOperation(ctx, seg[1], seg[3], seg[5])
 		switch {
 		case !done && err != nil && KindOf(err) == KindNotFound:
-			// Forgotten by Compute Engine: no verdict will come; the
-			// instances' state says the rest.
+			// Forgotten by Compute Engine: no verdict will come. Reopen:
+			// the next look decides from the instances' state, and acts
+			// again (after the claim's cooldown) only if they are still
+			// broken.
+			failed = err
 		case !done:
 			open = append(open, op)
 		case err != nil:
