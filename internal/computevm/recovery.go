@@ -156,7 +156,9 @@ func evidenceOf(ev events.Event) (vmpolicy.Evidence, bool) {
 
 // HandleEvent handles an instance event (events.KindInstance): the entry
 // is kept as evidence, then the instance's slice is looked at now. Errors
-// returned are transient (retry the delivery); everything else is recorded.
+// returned are transient (retry the delivery); everything else is recorded,
+// except an entry about an instance that is not an opted-in TPU VM, which is
+// returned but not written (most entries are: the sink routes every VM's).
 func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediate.Record, error) {
 	// No MarkEvent: a delivery that failed transiently must be handled
 	// again in full when redelivered (its evidence kept), and handling
@@ -165,7 +167,7 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	start := r.now()
 	ref := Ref{Project: ev.Node.Project, Zone: ev.Node.Zone, Name: ev.Instance}
 	if r.cachedNotOurs(ref.String(), start) {
-		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionRecord, "not an opted-in Compute Engine TPU VM (looked up within the hour)", nil)}, nil
+		return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "not an opted-in Compute Engine TPU VM (looked up within the hour)", nil)}, nil
 	}
 	in, err := r.Compute.GetInstance(ctx, ref)
 	if err != nil && KindOf(err) != KindNotFound {
@@ -191,8 +193,12 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 		// Most instance entries are about VMs that are not TPU VMs, or not
 		// opted in: recorded and dropped, the next ones of the hour
 		// without a lookup.
+		// Not written to the recorder: the sink cannot filter by machine
+		// type or label, so these are most instance entries, and each
+		// would be an "incident" of a VM that is none of ours in the
+		// records and reports.
 		r.rememberNotOurs(ref.String(), start)
-		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionRecord, "not an opted-in Compute Engine TPU VM", nil)}, nil
+		return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "not an opted-in Compute Engine TPU VM", nil)}, nil
 	}
 	if e, ok := evidenceOf(ev); ok {
 		if err := r.Store.AddEvidence(ctx, e); err != nil {

@@ -498,3 +498,17 @@ func TestAMaintenanceNoticeIsDeliveredToEveryVMOfTheSliceOnce(t *testing.T) {
 		t.Errorf("%d recovery calls for a notice", mutations(e))
 	}
 }
+
+func TestAnEntryAboutAVMThatIsNotOursWritesNoRecord(t *testing.T) {
+	e := newEnv(t)
+	entry, err := e.fake.HostError(name("web-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.deliver(entry)
+	for _, r := range e.out.recs {
+		if r.Node == name("web-1") {
+			t.Errorf("record about web-1, an n2 VM without the label: %+v (each would be an incident in reports)", r)
+		}
+	}
+}
