@@ -27,7 +27,7 @@ locals {
   # policy deletes by (ledger). A test fails when the file is stale.
   go_contract = jsondecode(file("${path.module}/go-contract.json"))
 
-  sink_filter         = local.go_contract.sink_filter
+  sink_filter         = var.compute_instances ? local.go_contract.instance_sink_filter : local.go_contract.sink_filter
   sweep_message       = local.go_contract.sweep_message
   entry_point         = local.go_contract.entry_point
   tpu_permissions     = local.go_contract.tpu_permissions

@@ -169,7 +169,7 @@ variable "grant_startup_script_read" {
 
 variable "compute_instances" {
   type        = bool
-  description = "Watch and recover Compute Engine TPU VMs (TPU7x and later, opted in by the same label) beside the TPU API's nodes (AUTOHEAL_COMPUTE_INSTANCES); grants the TPU role the Compute Engine permissions it needs."
+  description = "Watch and recover Compute Engine TPU VMs (TPU7x and later, opted in by the same label) beside the TPU API's nodes (AUTOHEAL_COMPUTE_INSTANCES); grants the TPU role the Compute Engine permissions it needs and routes the instance entries of every VM of the watched projects (events.InstanceSinkFilter)."
   default     = false
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -398,11 +399,17 @@ func TestInstanceEventsOfComputeEngineTPUVMs(t *testing.T) {
 		})
 	}
 	for _, want := range append(quoteMethods(InstanceMethods), quoteMethods(InstanceAdminMethods)...) {
-		if !strings.Contains(SinkFilter, want) {
-			t.Errorf("SinkFilter lacks %s", want)
+		if !strings.Contains(InstanceSinkFilter, want) {
+			t.Errorf("InstanceSinkFilter lacks %s", want)
+		}
+		if strings.Contains(SinkFilter, want) && !slices.Contains(quoteMethods(ComputeMethods), want) {
+			t.Errorf("SinkFilter, the default, routes the instance path's %s", want)
 		}
 	}
-	if !strings.Contains(SinkFilter, `NOT protoPayload.resourceName:"/instances/t1v-n-"`) {
-		t.Errorf("SinkFilter routes TPU workers' entries to the instance path: %s", SinkFilter)
+	if !strings.Contains(InstanceSinkFilter, `NOT protoPayload.resourceName:"/instances/t1v-n-"`) {
+		t.Errorf("InstanceSinkFilter routes TPU workers' entries to the instance path: %s", InstanceSinkFilter)
+	}
+	if !strings.HasPrefix(InstanceSinkFilter, "((") || strings.Count(InstanceSinkFilter, "(") != strings.Count(InstanceSinkFilter, ")") {
+		t.Errorf("InstanceSinkFilter is not wrapped whole, or unbalanced: %s", InstanceSinkFilter)
 	}
 }
