@@ -101,6 +101,12 @@ func (f *Firestore) Specs(ctx context.Context, project, zone string) (map[string
 	}
 }
 
+// ForgetSpec implements Store.
+func (f *Firestore) ForgetSpec(ctx context.Context, name string) error {
+	_, err := f.col(CollectionSpecs).Doc(docID(name)).Delete(ctx) // rest: firestore.projects.databases.documents.commit
+	return err
+}
+
 type evidenceDoc struct {
 	Instance string    `firestore:"instance"`
 	Kind     string    `firestore:"kind"`

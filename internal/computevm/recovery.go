@@ -398,6 +398,17 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 			return remediate.Record{}, err
 		}
 	}
+	if dec.Action == vmpolicy.ActionHeld {
+		// A person deleted it: its spec is not ours to keep (nor to
+		// recreate from); the slice is then looked at no more.
+		for i, m := range members {
+			if m.in == nil && m.spec != nil && personDeleted(evidence, observed[i].Name) {
+				if err := r.Store.ForgetSpec(ctx, observed[i].Name); err != nil {
+					return remediate.Record{}, fmt.Errorf("forget the spec of %s: %w", observed[i].Name, err)
+				}
+			}
+		}
+	}
 	action := remediate.Action(dec.Action)
 	if !dec.Action.Mutates() {
 		return r.record(ctx, start, ev, key, members, action, dec.Reason, nil), nil
@@ -536,6 +547,18 @@ func (r *Recovery) verdicts(ctx context.Context, key string, state SliceState) (
 		return state, fmt.Errorf("save the verdicts of %s: %w", key, err)
 	}
 	return next, nil
+}
+
+// personDeleted reports whether the newest evidence about instance is a
+// person's delete.
+func personDeleted(evidence []vmpolicy.Evidence, instance string) bool {
+	var last *vmpolicy.Evidence
+	for i, e := range evidence {
+		if e.Instance == instance && (e.Kind == vmpolicy.EvidencePerson || e.Kind == vmpolicy.EvidenceSystem) && (last == nil || !e.Time.Before(last.Time)) {
+			last = &evidence[i]
+		}
+	}
+	return last != nil && last.Kind == vmpolicy.EvidencePerson && strings.HasSuffix(last.Method, ".delete")
 }
 
 // maintenanceOff reports whether the instance's maintenance mode is off:

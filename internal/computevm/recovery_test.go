@@ -512,3 +512,37 @@ func TestAnEntryAboutAVMThatIsNotOursWritesNoRecord(t *testing.T) {
 		}
 	}
 }
+
+func TestAPersonsDeleteIsNeverUndoneAndItsSpecIsForgotten(t *testing.T) {
+	e := newEnv(t)
+	vm := name("reserved-1")
+	e.sweep(vm) // saves its spec
+	entries, err := e.fake.PersonDelete(vm, "alice@acme.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		e.deliver(en)
+	}
+	e.clock.add(computefake.DefaultDeleteTime + time.Second)
+	if got := e.sweep(vm); got != "held" {
+		t.Errorf("after a person's delete: %s, want held", got)
+	}
+	specs, _ := e.rec.Store.Specs(context.Background(), project, zone)
+	if _, ok := specs[vm]; ok {
+		t.Error("the spec of an instance a person deleted is still kept")
+	}
+	e.clock.add(time.Hour)
+	res, err := e.rec.Sweep(context.Background(), []string{project}, []string{zone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		if r.Node == vm {
+			t.Errorf("a later sweep still decides about the deleted VM: %s %q", r.Action, r.Reason)
+		}
+	}
+	if mutations(e) != 0 {
+		t.Errorf("%d calls after a person's delete", mutations(e))
+	}
+}

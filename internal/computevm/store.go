@@ -23,6 +23,8 @@ type Store interface {
 	SaveSpec(ctx context.Context, name string, spec *compute.Instance) error
 	// Specs returns the saved specs of a zone's instances, by name.
 	Specs(ctx context.Context, project, zone string) (map[string]*compute.Instance, error)
+	// ForgetSpec removes a saved spec (a person deleted the instance).
+	ForgetSpec(ctx context.Context, name string) error
 	// AddEvidence keeps an entry about an instance (deduplicated by
 	// InsertID; the newest MaxEvidence per instance are kept).
 	AddEvidence(ctx context.Context, e vmpolicy.Evidence) error
@@ -93,6 +95,14 @@ func (m *Memory) Specs(_ context.Context, project, zone string) (map[string]*com
 		out[name] = &s
 	}
 	return out, nil
+}
+
+// ForgetSpec implements Store.
+func (m *Memory) ForgetSpec(_ context.Context, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.specs, name)
+	return nil
 }
 
 // AddEvidence implements Store.
