@@ -128,6 +128,15 @@ func SpecOf(in *compute.Instance) *compute.Instance {
 	s.Zone = ""
 	if s.Metadata != nil {
 		s.Metadata.Fingerprint, s.Metadata.Kind = "", ""
+		// A maintenance notice belongs to the VM it was sent to, not to one
+		// made again from its spec.
+		items := s.Metadata.Items[:0]
+		for _, it := range s.Metadata.Items {
+			if it != nil && it.Key != remediate.NoticeMetadataKey {
+				items = append(items, it)
+			}
+		}
+		s.Metadata.Items = items
 	}
 	if s.Tags != nil {
 		s.Tags.Fingerprint = ""
