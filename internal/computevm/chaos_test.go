@@ -15,14 +15,15 @@ import (
 
 // TestSeededChaosKeepsTheInvariants runs one night of incidents — a host
 // error on a standalone VM, a Spot VM preempted and deleted, a person's
-// stop — with faults drawn from a seed on every Compute Engine call (error
+// stop, a host error in a 4-VM MIG slice whose MIG does not repair — with faults drawn from a seed on every Compute Engine call (error
 // codes, calls that fail and take effect now or later, lost answers,
 // malformed bodies, operations ending in error with or without their
 // effect, capacity errors, read lag, paging anomalies; no hangs: nothing
 // here waits on a real clock). Invariants, for every seed: the person's VM
 // is never called; nothing is ever deleted or stopped by us; each incident
-// is acted on at most the window cap's three times; and once the faults
-// stop, both broken VMs run again. A failing seed replays exactly
+// is acted on at most the window cap's three times; every recreateInstances
+// names the whole slice; and once the faults stop, every broken VM runs
+// again. A failing seed replays exactly
 // (CHAOS_SEED=S; CHAOS_SEEDS=N runs seeds 1..N, 8 by default). Seeds 1..25
 // found two bugs, now fixed: an entry whose instance could not be read lost
 // its evidence, and an operation Compute Engine forgot left its incident
@@ -73,6 +74,15 @@ func TestSeededChaosKeepsTheInvariants(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			mig := computefake.MIGName(project, zone, "slice-mig") // a 4-VM slice whose MIG does not repair
+			if err := e.fake.SetMIGStuck(mig, true); err != nil {
+				t.Fatal(err)
+			}
+			slice, err := e.fake.HostError(name("slice-mig-w1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			deliver(slice)
 			deliver(host)
 			deliver(spot)
 			for _, s := range stop {
@@ -124,6 +134,21 @@ func TestSeededChaosKeepsTheInvariants(t *testing.T) {
 							last = r.Reason + r.Err
 							t.Logf("  %s %s %q %s", r.Time.Format("15:04"), r.Action, r.Reason, r.Err)
 						}
+					}
+				}
+			}
+			for _, w := range []string{"w0", "w1", "w2", "w3"} {
+				if in, ok := e.fake.Instance(name("slice-mig-" + w)); !ok || in.Status != "RUNNING" {
+					t.Errorf("slice-mig-%s after the faults stopped: %v", w, ok && in.Status == "RUNNING")
+				}
+			}
+			for _, rq := range e.fake.Requests() {
+				if rq.Method != "instanceGroupManagers.recreateInstances" {
+					continue
+				}
+				for _, w := range []string{"w0", "w1", "w2", "w3"} {
+					if !strings.Contains(string(rq.Body), "slice-mig-"+w) {
+						t.Errorf("recreateInstances %s lacks slice-mig-%s: the slice acted on partially", rq.Body, w)
 					}
 				}
 			}
