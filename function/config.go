@@ -41,6 +41,15 @@ type Config struct {
 	FirestoreDatabase string `split_words:"true" default:"tpu-autoheal"`
 	// TPUEndpoint overrides the TPU API endpoint (private endpoints, tests).
 	TPUEndpoint string `split_words:"true"`
+	// ComputeInstances turns the instance path on: Compute Engine TPU VMs
+	// (TPU7x and later) opted in by the label are watched and recovered
+	// beside the TPU API's nodes. Off by default: it needs the Compute
+	// Engine permissions Terraform grants with compute_instances = true.
+	ComputeInstances bool `split_words:"true" default:"false"`
+	// ComputeEndpoint overrides the Compute Engine endpoint of the
+	// instance path (TPU VMs through Compute Engine): requests go to
+	// URL/compute/v1/projects/…, as on the real host.
+	ComputeEndpoint string `split_words:"true"`
 	// RecordTo is where decision records go: logging or stdout.
 	RecordTo string `split_words:"true" default:"logging"`
 	// RecordLog is the Cloud Logging log (its LOG_ID) records are written

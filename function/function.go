@@ -27,6 +27,7 @@ import (
 	"google.golang.org/api/option"
 	storage "google.golang.org/api/storage/v1"
 
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/record"
@@ -55,6 +56,8 @@ type Function struct {
 	closers []func() error
 	control ControlStore  // control.go: the sweep gate and the kicks' nonces; nil = none
 	ignored controlCounts // control.go
+	// instances is the instance path (instance.go): Compute Engine TPU VMs.
+	instances *computevm.Recovery
 }
 
 type deps struct {
@@ -75,6 +78,8 @@ type deps struct {
 	pubsub      []option.ClientOption    // kick.go
 	trust       trustDeps                // trust.go
 	callTimeout time.Duration            // WithCallTimeout
+	compute     computevm.Instances      // instance.go
+	vmStore     computevm.Store          // instance.go
 }
 
 // Option replaces a dependency New would otherwise build (tests, `autoheal
@@ -192,6 +197,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		}
 		f.closers = append(f.closers, fc.Close)
 		d.store = ledger.NewFirestore(fc, ledger.WithHoldTTL(cfg.HoldTTL))
+		if d.vmStore == nil {
+			d.vmStore = computevm.NewFirestore(fc, "") // instance.go
+		}
 		if d.notices == nil {
 			d.notices = ledger.NewFirestoreNotices(fc) // maintenance.go
 		}
@@ -217,6 +225,10 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 	}
 	wireResume(f.handler, &d, rc, f.diag)             // resume.go
 	if err := f.wireTrust(ctx, cfg, &d); err != nil { // trust.go
+		return fail(err)
+	}
+	// instance.go: the instance path (Compute Engine TPU VMs), when on.
+	if f.instances, err = newInstances(ctx, cfg, &d, rc); err != nil {
 		return fail(err)
 	}
 	// kick.go: follow kicks, when a follow run has a window to follow in.
@@ -367,6 +379,7 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		f.endSweep(ctx, id)
 		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
 			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
+		f.sweepInstances(ctx)   // instance.go
 		f.chain(ctx, res.Chain) // kick.go
 		return nil
 	}
@@ -391,6 +404,11 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 			return fmt.Errorf("evidence %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
 		}
 		return nil
+	}
+	if ev.Kind == events.KindInstance {
+		// A Compute Engine instance that is not a Cloud TPU worker: the
+		// instance path (instance.go).
+		return f.handleInstance(ctx, ev)
 	}
 	if ev.Kind == events.KindZoneHint {
 		// A Compute Engine entry about a TPU worker VM names no node:

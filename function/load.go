@@ -10,6 +10,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 )
@@ -127,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.KickTopic != "" && (!topicRE.MatchString(c.KickTopic) || strings.HasPrefix(c.KickTopic[strings.LastIndex(c.KickTopic, "/")+1:], "goog")) {
 		bad("KICK_TOPIC", c.KickTopic, "want projects/PROJECT/topics/TOPIC or empty")
+	}
+	if _, err := computevm.EndpointOptions(c.ComputeEndpoint); err != nil {
+		bad("COMPUTE_ENDPOINT", c.ComputeEndpoint, "want an http(s) URL or empty")
 	}
 	if _, err := tpuapi.EndpointOptions(c.TPUEndpoint); err != nil {
 		bad("TPU_ENDPOINT", c.TPUEndpoint, "want an http(s) URL or empty")

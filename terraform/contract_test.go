@@ -28,6 +28,11 @@ func TestSinkFilterIsEventsSinkFilter(t *testing.T) {
 	if got := evalString(t, ctx, m.local(t, "sink_filter")); got != events.SinkFilter {
 		t.Errorf("local.sink_filter differs from events.SinkFilter (-want +got):\n%s", cmp.Diff(events.SinkFilter, got))
 	}
+	// compute_instances = true: the instance path's entries too.
+	on := m.evalContext(t, map[string]cty.Value{"compute_instances": cty.True})
+	if got := evalString(t, on, m.local(t, "sink_filter")); got != events.InstanceSinkFilter {
+		t.Errorf("local.sink_filter with compute_instances differs from events.InstanceSinkFilter (-want +got):\n%s", cmp.Diff(events.InstanceSinkFilter, got))
+	}
 	for _, key := range []string{"google_logging_project_sink.tpu", "google_logging_folder_sink.tpu", "google_logging_organization_sink.tpu"} {
 		if !isReference(attr(t, m.resource(t, key), "filter").Expr, "local.sink_filter") {
 			t.Errorf("%s filter is not local.sink_filter", key)

@@ -54,6 +54,7 @@ func goContract(t *testing.T) []byte {
 	pkgDirs, embeds := sourcePackages(t)
 	v := struct {
 		SinkFilter         string            `json:"sink_filter"`
+		InstanceSinkFilter string            `json:"instance_sink_filter"`
 		SweepMessage       string            `json:"sweep_message"`
 		EntryPoint         string            `json:"entry_point"`
 		TPUPermissions     []string          `json:"tpu_permissions"`
@@ -68,6 +69,7 @@ func goContract(t *testing.T) []byte {
 		Words              words             `json:"words"`
 	}{
 		SinkFilter:         events.SinkFilter,
+		InstanceSinkFilter: events.InstanceSinkFilter,
 		SweepMessage:       events.SweepMessage,
 		EntryPoint:         function.EntryPoint,
 		TPUPermissions:     roles[grantTPURole],

@@ -301,7 +301,7 @@ func loadExceptions(t *testing.T) exceptions {
 
 // Grants: where each permission the code needs is granted.
 const (
-	grantTPURole     = "tpu"        // custom role in every watched project
+	grantTPURole     = "tpu"        // custom role in every watched project (TPU API and Compute Engine)
 	grantLedgerRole  = "ledger"     // custom role on the ledger's database (an IAM condition)
 	grantRecordsRole = "records"    // custom role in the function's project
 	grantMACRole     = "mac"        // custom role on the ledger's KMS key
@@ -336,7 +336,9 @@ func grantOf(perm string) string {
 	switch {
 	case perm == "iam.serviceAccounts.actAs":
 		return grantActAs
-	case strings.HasPrefix(perm, "tpu."):
+	case strings.HasPrefix(perm, "tpu."), strings.HasPrefix(perm, "compute."):
+		// compute.*: the instance path (Compute Engine TPU VMs) acts in
+		// the same watched projects.
 		return grantTPURole
 	case strings.HasPrefix(perm, "datastore."):
 		return grantLedgerRole

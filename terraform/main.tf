@@ -27,7 +27,7 @@ locals {
   # policy deletes by (ledger). A test fails when the file is stale.
   go_contract = jsondecode(file("${path.module}/go-contract.json"))
 
-  sink_filter         = local.go_contract.sink_filter
+  sink_filter         = var.compute_instances ? local.go_contract.instance_sink_filter : local.go_contract.sink_filter
   sweep_message       = local.go_contract.sweep_message
   entry_point         = local.go_contract.entry_point
   tpu_permissions     = local.go_contract.tpu_permissions
@@ -100,6 +100,7 @@ locals {
     "cloudkms.googleapis.com",
     "cloudresourcemanager.googleapis.com",
     "cloudscheduler.googleapis.com",
+    "compute.googleapis.com",
     "firestore.googleapis.com",
     "iam.googleapis.com",
     "logging.googleapis.com",
@@ -572,6 +573,8 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_STARTUP_SCRIPT_GENERATION = local.startup_script_generation
       AUTOHEAL_FIRESTORE_DATABASE        = google_firestore_database.ledger.name
       AUTOHEAL_TPU_ENDPOINT              = var.tpu_endpoint
+      AUTOHEAL_COMPUTE_INSTANCES         = tostring(var.compute_instances)
+      AUTOHEAL_COMPUTE_ENDPOINT          = var.compute_endpoint
       AUTOHEAL_RECORD_TO                 = var.record_to
       AUTOHEAL_RECORD_LOG                = local.record_log_name
       AUTOHEAL_APP_LABEL                 = local.record_app_label
@@ -640,8 +643,9 @@ resource "google_project_iam_custom_role" "tpu" {
   project     = each.value
   role_id     = "${local.role_id}_tpu"
   title       = "tpu-autoheal TPU (${var.name})"
-  description = "What the tpu-autoheal function calls on TPU nodes, queued resources and operations in a watched project."
-  permissions = local.tpu_permissions
+  description = "What the tpu-autoheal function calls on TPU nodes, queued resources and operations (and, with compute_instances, Compute Engine TPU VMs) in a watched project."
+  # The Compute Engine permissions only when the instance path is on.
+  permissions = var.compute_instances ? local.tpu_permissions : [for p in local.tpu_permissions : p if !startswith(p, "compute.")]
 }
 
 resource "google_project_iam_member" "tpu" {

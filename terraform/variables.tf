@@ -167,6 +167,23 @@ variable "grant_startup_script_read" {
   default     = true
 }
 
+variable "compute_instances" {
+  type        = bool
+  description = "Watch and recover Compute Engine TPU VMs (TPU7x and later, opted in by the same label) beside the TPU API's nodes (AUTOHEAL_COMPUTE_INSTANCES); grants the TPU role the Compute Engine permissions it needs and routes the instance entries of every VM of the watched projects (events.InstanceSinkFilter)."
+  default     = false
+}
+
+variable "compute_endpoint" {
+  type        = string
+  description = "Compute Engine endpoint override (AUTOHEAL_COMPUTE_ENDPOINT); requests go to URL/compute/v1/projects/...; empty means the public endpoint."
+  default     = ""
+
+  validation {
+    condition     = var.compute_endpoint == "" || can(regex("^https://", var.compute_endpoint))
+    error_message = "compute_endpoint must be empty or an https:// URL."
+  }
+}
+
 variable "tpu_endpoint" {
   type        = string
   description = "TPU API endpoint override (AUTOHEAL_TPU_ENDPOINT), e.g. a Private Service Connect endpoint; empty means the public endpoint."

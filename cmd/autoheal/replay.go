@@ -428,6 +428,11 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output,
 				// node's unfinished recovery and recorded as the function
 				// does, never acted on by itself.
 				r, err = h.Evidence(ctx, it.Event)
+			} else if it.Event.Kind == events.KindInstance {
+				// A Compute Engine TPU VM's entry: the instance path is
+				// the function's (AUTOHEAL_COMPUTE_ENDPOINT); replay
+				// records it without acting.
+				r = h.Skip(ctx, it.Event, "instance event: replay does not run the Compute Engine backend yet")
 			} else if it.Event.Kind == events.KindZoneHint {
 				// A Compute Engine entry about a TPU worker VM: look at
 				// the opted-in nodes of its zone now. Each node's

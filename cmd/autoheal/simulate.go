@@ -8,16 +8,21 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tpu-autoheal/autoheal/internal/computefake"
 )
 
-const simulateHelp = `Usage: autoheal simulate --fleet FILE [--addr HOST:PORT] [--op-time D] [--fleet-out FILE]
+const simulateHelp = `Usage: autoheal simulate --fleet FILE [--addr HOST:PORT] [--compute-addr HOST:PORT] [--op-time D] [--fleet-out FILE]
 
 Serves the simulated TPU v2 control plane that replay --fleet uses, on a
 fixed address, so that another process — autoheal serve, replay --apply
 --tpu-endpoint, or the function itself with
 AUTOHEAL_TPU_ENDPOINT=http://HOST:PORT — can be tried end to end without
-credentials. Runs until SIGINT or SIGTERM, then prints the calls it received
-and writes the fleet as it then is to --fleet-out.
+credentials. A fleet file that holds Compute Engine instances
+({"nodes": [...], "instances": [...]}) is also served as a simulated Compute
+Engine on --compute-addr (AUTOHEAL_COMPUTE_ENDPOINT=http://HOST:PORT, with
+AUTOHEAL_COMPUTE_INSTANCES=true). Runs until SIGINT or SIGTERM, then prints
+the calls it received and writes the TPU fleet as it then is to --fleet-out.
 
 Operations are done at once unless --op-time says how long they take on the
 wall clock, as real ones take minutes: one duration for every operation
@@ -34,6 +39,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&tf.fleetOut, "fleet-out", "", "on exit, write the fleet as it then is to this `file`")
 	addr := fs.String("addr", "127.0.0.1:8471", "`address` to serve the simulated TPU API on")
 	opTime := fs.String("op-time", "", "how `long` the simulated operations take on the wall clock: one duration (2s) or per verb (delete=1s,create=3s,reset=3s); default: done at once")
+	computeAddr := fs.String("compute-addr", "127.0.0.1:8472", "`address` to serve the simulated Compute Engine on, when the fleet file holds instances")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -59,7 +65,23 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	fmt.Fprintf(stdout, "simulated TPU API at %s (set AUTOHEAL_TPU_ENDPOINT=%s); stop with Ctrl-C\n", tg.srv.URL(), tg.srv.URL())
+	ce, err := serveCompute(tf.fleet, *computeAddr)
+	if err != nil {
+		_ = tg.finish()
+		return err
+	}
+	if ce != nil {
+		defer ce.Close()
+		fmt.Fprintf(stdout, "simulated Compute Engine at %s (set AUTOHEAL_COMPUTE_ENDPOINT=%s and AUTOHEAL_COMPUTE_INSTANCES=true)\n", ce.URL(), ce.URL())
+	}
 	<-ctx.Done()
+	if ce != nil {
+		ccalls := map[string]int{}
+		for _, r := range ce.Requests() {
+			ccalls[r.Method]++
+		}
+		fmt.Fprintf(stdout, "compute calls received: %s\n", counts(ccalls, nil))
+	}
 	calls := map[string]int{}
 	for _, r := range tg.srv.Requests() {
 		calls[r.RPC]++
@@ -100,4 +122,18 @@ func parseOpTimes(s string) (map[string]time.Duration, error) {
 		out[verb] = d
 	}
 	return out, nil
+}
+
+// serveCompute serves the fleet file's Compute Engine instances (nil when
+// it holds none) on addr.
+func serveCompute(fleet, addr string) (*computefake.Server, error) {
+	f, err := computefake.ReadFleetFile(fleet)
+	if err != nil || len(f.Instances) == 0 {
+		return nil, nil // a TPU-only fleet: no Compute Engine to serve
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usagef("--compute-addr %s: %v", addr, err)
+	}
+	return computefake.New(f, computefake.WithListener(ln)), nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
@@ -83,5 +84,47 @@ func TestSimulateNeedsAFleet(t *testing.T) {
 	res := runCLI(t, nil, "simulate", "--addr", "127.0.0.1:0")
 	if got := exitCode(res.err, io.Discard); got != exitUsage || !strings.Contains(fmt.Sprint(res.err), "--fleet") {
 		t.Errorf("simulate without --fleet: exit %d, error %v; want %d naming --fleet", got, res.err, exitUsage)
+	}
+}
+
+// TestSimulateServesComputeEngineBesideTheTPUAPI: a combined fleet file is
+// served as both fakes; the compute/v1 client reaches the instances at the
+// printed address.
+func TestSimulateServesComputeEngineBesideTheTPUAPI(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"simulate", "--fleet", "../../internal/computefake/testdata/fleet-combined.json", "--addr", "127.0.0.1:0", "--compute-addr", "127.0.0.1:0"}, nil, &stdout, &stderr)
+	}()
+	urlRE := regexp.MustCompile(`Compute Engine at (http://127\.0\.0\.1:\d+)`)
+	var url string
+	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m := urlRE.FindStringSubmatch(stdout.String()); m != nil {
+			url = m[1]
+		}
+	}
+	if url == "" {
+		t.Fatalf("simulate printed no Compute Engine address; stdout %q stderr %q", stdout.String(), stderr.String())
+	}
+	opts, err := computevm.EndpointOptions(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := computevm.NewFromOptions(ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.GetInstance(ctx, computevm.Ref{Project: "acme-ml", Zone: "us-central1-c", Name: "trainer-a"})
+	if err != nil || in.Status != "RUNNING" {
+		t.Fatalf("GetInstance = %v, %v", in, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("simulate: %v (stderr %q)", err, stderr.String())
+	}
+	if got := stdout.String(); !strings.Contains(got, "instances.get 1") {
+		t.Errorf("stdout = %q; want the compute call summary", got)
 	}
 }

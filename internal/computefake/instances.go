@@ -12,6 +12,8 @@ import (
 	"time"
 
 	compute "google.golang.org/api/compute/v1"
+
+	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
 )
 
 // instance is one VM and what the fake knows of it beyond the resource.
@@ -108,7 +110,7 @@ func (s *Server) normalize(res *compute.Instance, r ref) error {
 	if spot && *sc.AutomaticRestart {
 		return fmt.Errorf("scheduling.automaticRestart: true, but a Spot VM cannot restart automatically")
 	}
-	_, tpu := LookupTPUMachineType(mt)
+	tpu := tpumachine.IsTPU(mt)
 	if sc.OnHostMaintenance == "" {
 		sc.OnHostMaintenance = "MIGRATE"
 		if tpu || spot {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/tpu-autoheal/autoheal/internal/computefake"
+	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
 )
 
 const (
@@ -139,7 +140,7 @@ func TestGetInstance(t *testing.T) {
 	f := start(t, fleetFile)
 	got := f.get(t, "trainer-a")
 	want := "https://www.googleapis.com/compute/v1/projects/acme-ml/zones/us-central1-c/instances/trainer-a"
-	if got.SelfLink != want || got.Status != "RUNNING" || got.Labels["tpu-autoheal"] != "enabled" || computefake.ChipsPerVM(got.MachineType) != 4 {
+	if got.SelfLink != want || got.Status != "RUNNING" || got.Labels["tpu-autoheal"] != "enabled" || tpumachine.ChipsPerVM(got.MachineType) != 4 {
 		t.Errorf("get = selfLink %q status %q labels %v machineType %q", got.SelfLink, got.Status, got.Labels, got.MachineType)
 	}
 	if got.Scheduling.AutomaticRestart == nil || !*got.Scheduling.AutomaticRestart {

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -43,7 +44,30 @@ const (
 	ChangeCreateNode           Change = "create-node"
 	ChangeDeleteNode           Change = "delete-node"
 	ChangeDeleteQueuedResource Change = "delete-queued-resource"
+
+	// Changes of Compute Engine instances (InstanceAdminMethods).
+	ChangeStopInstance    Change = "stop-instance"
+	ChangeSuspendInstance Change = "suspend-instance"
+	ChangeDeleteInstance  Change = "delete-instance"
+	ChangeInsertInstance  Change = "insert-instance"
 )
+
+// instanceChange is the Change of an InstanceAdminMethods method, "" for
+// any other method.
+func instanceChange(method string) Change {
+	if !slices.Contains(InstanceAdminMethods, method) {
+		return ""
+	}
+	switch method[strings.LastIndexByte(method, '.')+1:] {
+	case "stop":
+		return ChangeStopInstance
+	case "suspend":
+		return ChangeSuspendInstance
+	case "delete":
+		return ChangeDeleteInstance
+	}
+	return ChangeInsertInstance
+}
 
 // AdminMethods are the admin-activity methods Parse accepts, in the order
 // the sink filter names them: node creates and deletes of the TPU VM API
@@ -110,6 +134,9 @@ func EvidenceNote(ev Event) string {
 		return "not an admin-activity entry"
 	}
 	what := ev.Node.Name()
+	if ev.Kind == KindInstance {
+		what = "projects/" + ev.Node.Project + "/zones/" + ev.Node.Zone + "/instances/" + ev.Instance
+	}
 	if a.QueuedResource != "" {
 		what = a.QueuedResource
 	}
@@ -161,7 +188,7 @@ type adminWire struct {
 // readAdmin adds to e, when it is an admin-activity entry, its operation,
 // status and request from data (the entry's bytes, valid JSON).
 func readAdmin(data []byte, e *entry) {
-	if e.service != ServiceTPU || !IsAdminMethod(e.method) {
+	if !(e.service == ServiceTPU && IsAdminMethod(e.method)) && !(e.service == ServiceCompute && instanceChange(e.method) != "") {
 		return
 	}
 	var a adminWire
@@ -186,6 +213,12 @@ func adminOf(w *entry, labels labelSource) (located, *AdminActivity, error) {
 		return located{}, nil, err
 	}
 	loc.worker = ""
+	readOperation(w, a)
+	return loc, a, nil
+}
+
+// readOperation fills a's operation and status from the entry.
+func readOperation(w *entry, a *AdminActivity) {
 	var op struct {
 		ID    json.RawMessage `json:"id"`
 		First json.RawMessage `json:"first"`
@@ -202,7 +235,6 @@ func adminOf(w *entry, labels labelSource) (located, *AdminActivity, error) {
 	if json.Unmarshal(w.status, &status) == nil {
 		_ = json.Unmarshal(status.Code, &a.Code)
 	}
-	return loc, a, nil
 }
 
 // createdNodeName is a CreateNode entry's node: its resourceName, or, when

@@ -11,8 +11,10 @@ import (
 // is about. protoPayload.resourceName is projects/P/zones/Z/instances/I
 // (optionally prefixed //compute.googleapis.com/); the gce_instance labels
 // project_id and zone, where present, must agree with it. The VMs of a TPU
-// node are named t1v-n-<hash>-w-<worker>; any other instance is not ours
-// (foreign-instance). The TPU node itself is not named by such an entry.
+// node are named t1v-n-<hash>-w-<worker> (worker set); a name that starts
+// so but is not one is foreign-instance; any other instance has worker ""
+// (KindInstance: a Compute Engine VM, perhaps a TPU one). The TPU node
+// itself is not named by such an entry.
 func instanceOf(resourceName string, labels labelSource) (located, error) {
 	if resourceName == "" {
 		return located{}, reject(CodeMissingNode, fieldResourceName, "no instance: a compute.instances entry needs protoPayload.resourceName projects/P/zones/Z/instances/I")
@@ -48,10 +50,11 @@ func instanceOf(resourceName string, labels labelSource) (located, error) {
 		}
 	}
 	worker, ok := tpuWorker(instance)
-	if !ok {
+	if !ok && strings.HasPrefix(instance, tpuInstancePrefix) {
 		return located{}, reject(CodeForeignInstance, fieldResourceName,
-			"instance %q is not a TPU node's VM (t1v-n-<hash>-w-<worker>)", instance)
+			"instance %q is named like a TPU node's VM but is not one (t1v-n-<hash>-w-<worker>)", instance)
 	}
+	// worker "" : not a Cloud TPU worker (KindInstance).
 	return located{NodeRef: NodeRef{Project: project, Zone: zone}, worker: worker, projectField: fieldResourceName, instance: instance}, nil
 }
 

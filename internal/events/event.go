@@ -24,7 +24,29 @@ const (
 	MethodHostError                  = "compute.instances.hostError"
 	MethodTerminateOnHostMaintenance = "compute.instances.terminateOnHostMaintenance"
 	tpuInstancePrefix                = "t1v-n-"
+
+	// System events routed for Compute Engine TPU VMs (KindInstance) only.
+	MethodAutomaticRestart         = "compute.instances.automaticRestart"
+	MethodUpcomingInfraMaintenance = "compute.instances.upcomingInfraMaintenance"
 )
+
+// InstanceMethods are the system events of Compute Engine instances that
+// are not Cloud TPU workers (KindInstance), in the order the sink filter
+// names them.
+var InstanceMethods = []string{MethodHostError, MethodPreempted, MethodTerminateOnHostMaintenance, MethodUpcomingMaintenance, MethodUpcomingInfraMaintenance, MethodAutomaticRestart}
+
+// InstanceAdminMethods are the admin-activity methods of a person's change
+// to an instance (v1 and beta), evidence for the instance path
+// (KindInstance with Admin set), never a reason to act.
+var InstanceAdminMethods = func() []string {
+	var ms []string
+	for _, v := range []string{"v1", "beta"} {
+		for _, m := range []string{"delete", "stop", "suspend", "insert", "bulkInsert"} {
+			ms = append(ms, v+".compute.instances."+m)
+		}
+	}
+	return ms
+}()
 
 // ComputeMethods are the Compute Engine system events Parse accepts, in the
 // order the sink filter names them.
@@ -85,6 +107,13 @@ const (
 	// (or a queued resource delete), Admin set (admin.go): evidence of who
 	// changed a node, never a reason to act by itself.
 	KindAdminActivity Kind = "admin-activity"
+	// KindInstance: a compute.instances.* entry about an instance that is
+	// not a Cloud TPU worker (a Compute Engine TPU VM, or any other VM of
+	// the project: the function discards a non-TPU one after one lookup).
+	// Node.Project and Node.Zone are set, Node.Node is empty, Instance is
+	// its name; Admin is set for a person's admin-activity entry (Change
+	// stop-instance, …), nil for a system event.
+	KindInstance Kind = "instance"
 )
 
 // Maintenance is the notice a compute.instances.upcomingMaintenance entry
@@ -118,7 +147,8 @@ type Event struct {
 	// JSON when empty, so node events print as before).
 	Kind Kind `json:",omitempty"`
 	// Instance is the Compute Engine instance a zone hint is about,
-	// t1v-n-<hash>-w-<worker>; Worker then holds <worker>.
+	// t1v-n-<hash>-w-<worker> (Worker then holds <worker>), or the one an
+	// instance event is about.
 	Instance string `json:",omitempty"`
 	// Maintenance is the notice of an upcomingMaintenance entry, nil otherwise.
 	Maintenance *Maintenance `json:",omitempty"`

@@ -188,7 +188,7 @@ func (s *scanner) finish(opts Options, ev *Event) error {
 	if err := s.causes.checkMethod(service, method); err != nil {
 		return err
 	}
-	if service == ServiceTPU && method != MethodTerminate && method != MethodRestart {
+	if service == ServiceTPU && method != MethodTerminate && method != MethodRestart || service == ServiceCompute && instanceChange(method) != "" {
 		return errDecline // admin.go
 	}
 	// Everything the event keeps is copied into one allocation of its own

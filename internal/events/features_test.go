@@ -3,7 +3,9 @@ package events
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +111,8 @@ func TestParseRejectsComputeEntriesThatAreNotOurs(t *testing.T) {
 		wantCode, wantField                           string
 		wantCause                                     Cause
 	}{
-		{"an instance not named t1v-n-*", MethodPreempted, "projects/acme-ml/zones/us-central2-b/instances/web-1", "system@google.com", `{}`, CodeForeignInstance, fieldResourceName, ""},
+		{"an instance not named t1v-n-* is an instance event, not foreign", MethodPreempted, "projects/acme-ml/zones/us-central2-b/instances/web-1", "system@google.com", `{}`, "", "", CausePreemption},
+		{"automaticRestart of a TPU node's VM is not routed", MethodAutomaticRestart, good, "system@google.com", `{}`, CodeForeignMethod, "protoPayload.methodName", ""},
 		{"t1v-n- without a worker", MethodPreempted, "projects/acme-ml/zones/us-central2-b/instances/t1v-n-8d2e1f3a", "system@google.com", `{}`, CodeForeignInstance, fieldResourceName, ""},
 		{"t1v-n- with a non-numeric worker", MethodPreempted, "projects/acme-ml/zones/us-central2-b/instances/t1v-n-8d2e1f3a-w-x", "system@google.com", `{}`, CodeForeignInstance, fieldResourceName, ""},
 		{"another compute method", "compute.instances.stop", good, "system@google.com", `{}`, CodeForeignService, "protoPayload.serviceName", ""},
@@ -348,5 +351,65 @@ func TestPeekReadsARejectedZoneHint(t *testing.T) {
 	}{got.Kind, got.Node, got.Instance, got.Worker, got.InsertID, got.Method}
 	if diff := cmp.Diff(want, gotS); diff != "" {
 		t.Errorf("Peek (-want +got):\n%s", diff)
+	}
+}
+
+func TestInstanceEventsOfComputeEngineTPUVMs(t *testing.T) {
+	const sysBase = `{"insertId":"i1","logName":"projects/acme-ml/logs/cloudaudit.googleapis.com%%2Fsystem_event","timestamp":"2026-11-20T04:00:00Z","protoPayload":{"serviceName":"compute.googleapis.com","methodName":%q,"resourceName":%q,"authenticationInfo":{"principalEmail":"system@google.com"}},"resource":{"type":"gce_instance","labels":{"project_id":"acme-ml","zone":"us-central1-c"}}}`
+	const actBase = `{"insertId":"a1","logName":"projects/acme-ml/logs/cloudaudit.googleapis.com%%2Factivity","timestamp":"2026-11-20T04:00:00Z","operation":{"id":"operation-1","first":true},"protoPayload":{"serviceName":"compute.googleapis.com","methodName":%q,"resourceName":%q,"authenticationInfo":{"principalEmail":%q}},"resource":{"type":"gce_instance","labels":{"project_id":"acme-ml","zone":"us-central1-c"}}}`
+	const vm = "projects/acme-ml/zones/us-central1-c/instances/trainer-a"
+	const worker = "projects/acme-ml/zones/us-central1-c/instances/t1v-n-8d2e1f3a-w-0"
+	tests := []struct {
+		name, data string
+		wantKind   Kind
+		wantChange Change
+		wantCause  Cause
+		wantCode   string
+	}{
+		{"host error of a TPU7x VM", fmt.Sprintf(sysBase, MethodHostError, vm), KindInstance, "", CauseHardware, ""},
+		{"automatic restart of a TPU7x VM", fmt.Sprintf(sysBase, MethodAutomaticRestart, vm), KindInstance, "", CauseMaintenance, ""},
+		{"infrastructure maintenance notice", fmt.Sprintf(sysBase, MethodUpcomingInfraMaintenance, vm), KindInstance, "", CauseMaintenance, ""},
+		{"host error of a TPU node's VM stays a zone hint", fmt.Sprintf(sysBase, MethodHostError, worker), KindZoneHint, "", CauseHardware, ""},
+		{"a person's stop", fmt.Sprintf(actBase, "v1.compute.instances.stop", vm, "alice@acme.example"), KindInstance, ChangeStopInstance, CauseUser, ""},
+		{"a person's beta suspend", fmt.Sprintf(actBase, "beta.compute.instances.suspend", vm, "alice@acme.example"), KindInstance, ChangeSuspendInstance, CauseUser, ""},
+		{"a person's delete", fmt.Sprintf(actBase, "v1.compute.instances.delete", vm, "alice@acme.example"), KindInstance, ChangeDeleteInstance, CauseUser, ""},
+		{"an insert", fmt.Sprintf(actBase, "v1.compute.instances.bulkInsert", vm, "autoheal@acme-ml.iam.gserviceaccount.com"), KindInstance, ChangeInsertInstance, CauseUser, ""},
+		{"a person's stop of a TPU node's VM is not routed", fmt.Sprintf(actBase, "v1.compute.instances.stop", worker, "alice@acme.example"), "", "", "", CodeForeignInstance},
+		{"a stop in the system-event log is not a person's", strings.Replace(fmt.Sprintf(actBase, "v1.compute.instances.stop", vm, "alice@acme.example"), "%2Factivity", "%2Fsystem_event", 1), "", "", "", CodeForeignLog},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, err := Parse([]byte(tt.data), Options{})
+			if tt.wantCode != "" {
+				var re *RejectError
+				if !errors.As(err, &re) || re.Code != tt.wantCode {
+					t.Fatalf("Parse error = %v, want %s", err, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Kind != tt.wantKind || ev.Cause != tt.wantCause || ev.Node.Project != "acme-ml" || ev.Node.Zone != "us-central1-c" || ev.Node.Node != "" {
+				t.Errorf("event = kind %q cause %q node %+v", ev.Kind, ev.Cause, ev.Node)
+			}
+			if (ev.Admin == nil) != (tt.wantChange == "") || ev.Admin != nil && (ev.Admin.Change != tt.wantChange || ev.Admin.OperationID != "operation-1") {
+				t.Errorf("admin = %+v, want change %q", ev.Admin, tt.wantChange)
+			}
+		})
+	}
+	for _, want := range append(quoteMethods(InstanceMethods), quoteMethods(InstanceAdminMethods)...) {
+		if !strings.Contains(InstanceSinkFilter, want) {
+			t.Errorf("InstanceSinkFilter lacks %s", want)
+		}
+		if strings.Contains(SinkFilter, want) && !slices.Contains(quoteMethods(ComputeMethods), want) {
+			t.Errorf("SinkFilter, the default, routes the instance path's %s", want)
+		}
+	}
+	if !strings.Contains(InstanceSinkFilter, `NOT protoPayload.resourceName:"/instances/t1v-n-"`) {
+		t.Errorf("InstanceSinkFilter routes TPU workers' entries to the instance path: %s", InstanceSinkFilter)
+	}
+	if !strings.HasPrefix(InstanceSinkFilter, "((") || strings.Count(InstanceSinkFilter, "(") != strings.Count(InstanceSinkFilter, ")") {
+		t.Errorf("InstanceSinkFilter is not wrapped whole, or unbalanced: %s", InstanceSinkFilter)
 	}
 }

@@ -71,13 +71,20 @@ func checkEvent(t *testing.T, ev Event, opts Options) {
 		if !strings.HasPrefix(ev.Instance, "t1v-n-") || !strings.HasSuffix(ev.Instance, "-w-"+ev.Worker) || ev.Worker == "" {
 			t.Fatalf("zone hint instance %q worker %q", ev.Instance, ev.Worker)
 		}
+	case KindInstance:
+		if ev.Node.Node != "" || ev.Worker != "" || !validID(ev.Node.Project) || !validID(ev.Node.Zone) || !validID(ev.Instance) || strings.HasPrefix(ev.Instance, "t1v-n-") {
+			t.Fatalf("instance event with node %+v, worker %q, instance %q", ev.Node, ev.Worker, ev.Instance)
+		}
+		if ev.Service != ServiceCompute || (ev.Admin == nil) != slices.Contains(InstanceMethods, ev.Method) || (ev.Admin != nil) != slices.Contains(InstanceAdminMethods, ev.Method) {
+			t.Fatalf("accepted instance event service %q method %q admin %+v", ev.Service, ev.Method, ev.Admin)
+		}
 	default:
 		t.Fatalf("kind %q", ev.Kind)
 	}
 	if ev.Worker != "" && !validID(ev.Worker) {
 		t.Fatalf("accepted invalid worker %q", ev.Worker)
 	}
-	if ev.Admin != nil && ev.Kind != KindAdminActivity {
+	if ev.Admin != nil && ev.Kind != KindAdminActivity && ev.Kind != KindInstance {
 		t.Fatalf("a %q event carries admin activity %+v", ev.Kind, ev.Admin)
 	}
 	// Only the audit log of the entry's own project is read.

@@ -499,6 +499,9 @@ func Peek(data []byte) Event {
 	if w.ProtoPayload.ServiceName == ServiceCompute {
 		if loc, err := instanceOf(w.ProtoPayload.ResourceName, labelSource{m: w.Resource.Labels}); err == nil {
 			ev.Kind, ev.Node, ev.Worker, ev.Instance = KindZoneHint, loc.NodeRef, loc.worker, loc.instance
+			if loc.worker == "" {
+				ev.Kind = KindInstance
+			}
 		}
 	} else if e := w.entry(); w.ProtoPayload.ServiceName == ServiceTPU && IsAdminMethod(w.ProtoPayload.MethodName) {
 		readAdmin(payload, &e)
@@ -595,7 +598,7 @@ func checkMethod(service, method string) error {
 		}
 		return nil
 	case ServiceCompute:
-		if isComputeMethod(method) {
+		if isComputeMethod(method) || instanceChange(method) != "" {
 			return nil
 		}
 	}
@@ -604,7 +607,8 @@ func checkMethod(service, method string) error {
 
 func isComputeMethod(m string) bool {
 	switch m {
-	case MethodUpcomingMaintenance, MethodPreempted, MethodHostError, MethodTerminateOnHostMaintenance:
+	case MethodUpcomingMaintenance, MethodPreempted, MethodHostError, MethodTerminateOnHostMaintenance,
+		MethodAutomaticRestart, MethodUpcomingInfraMaintenance:
 		return true
 	}
 	return false
@@ -659,7 +663,20 @@ func fillEvent(ev *Event, w *entry, pairs []labelKV, opts Options) error {
 			return err
 		}
 		ev.Kind, ev.Instance = KindZoneHint, node.instance
-		if ev.Maintenance, err = maintenanceFrom(w.maint); err != nil {
+		if node.worker == "" {
+			ev.Kind = KindInstance
+		}
+		if c := instanceChange(w.method); c != "" { // a person's admin activity (instance path)
+			if ev.Kind != KindInstance {
+				*ev = Event{}
+				return reject(CodeForeignInstance, fieldResourceName, "%s of a TPU node's VM %q: the TPU API's own entries are the evidence", w.method, node.instance)
+			}
+			ev.Admin, logID = &AdminActivity{Change: c}, LogActivity
+			readOperation(w, ev.Admin)
+		} else if (w.method == MethodAutomaticRestart || w.method == MethodUpcomingInfraMaintenance) && ev.Kind != KindInstance {
+			*ev = Event{}
+			return reject(CodeForeignMethod, "protoPayload.methodName", "%s is routed for Compute Engine TPU VMs only, not for a TPU node's VM", w.method)
+		} else if ev.Maintenance, err = maintenanceFrom(w.maint); err != nil {
 			*ev = Event{}
 			return err
 		}
@@ -684,10 +701,15 @@ func fillEvent(ev *Event, w *entry, pairs []labelKV, opts Options) error {
 		return err
 	}
 	ev.Node, ev.Worker = node.NodeRef, node.worker
-	switch ev.Kind {
-	case KindZoneHint:
+	switch {
+	case ev.Kind == KindInstance && ev.Admin != nil:
+		ev.Cause = CauseUnknown
+		if isCustomerPrincipal(w.principal) {
+			ev.Cause = CauseUser
+		}
+	case ev.Kind == KindZoneHint || ev.Kind == KindInstance:
 		ev.Cause = computeCause(w.method, w.principal)
-	case KindAdminActivity:
+	case ev.Kind == KindAdminActivity:
 		// Who asked, as far as the principal tells; whether it was
 		// tpu-autoheal itself is for the reader of the evidence to say.
 		ev.Cause = CauseUnknown

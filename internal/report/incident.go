@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
 )
 
 // Outcomes of an incident, as the report words them.
@@ -507,6 +508,9 @@ func (b *builder) incident() Incident {
 	in.Closed = !b.closedAt.IsZero()
 	if in.Chips == 0 {
 		in.Chips = remediate.ChipsOf(in.AcceleratorType)
+	}
+	if in.Chips == 0 { // a Compute Engine machine type: chips of one VM
+		in.Chips = tpumachine.ChipsPerVM(in.AcceleratorType)
 	}
 	switch {
 	case b.abandoned:

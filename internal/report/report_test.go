@@ -424,3 +424,14 @@ func TestTextOfLongNamesFitsIn120Columns(t *testing.T) {
 		t.Errorf("breakdown lost an outcome:\n%s", b.String())
 	}
 }
+
+func TestAComputeEngineMachineTypeCountsItsChips(t *testing.T) {
+	// A record of the instance path names the machine type and may carry
+	// no chip count (an older record): tpu7x-standard-4t is 4 chips.
+	const vm = "projects/p/zones/z/instances/trainer-a"
+	t0 := at("03:00:00")
+	recs := []report.Record{{Time: t0, EventTime: t0, InsertID: "e", Node: vm, Action: "start", AcceleratorType: "tpu7x-standard-4t", Cause: "hardware"}}
+	if in := report.Group(recs)[0]; in.Chips != 4 {
+		t.Errorf("chips = %d, want 4 (ChipsPerVM of tpu7x-standard-4t)", in.Chips)
+	}
+}

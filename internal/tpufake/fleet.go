@@ -32,7 +32,8 @@ var (
 )
 
 // ReadFleet reads a fleet file: a JSON array of nodes, or an object
-// {"nodes":[...],"queuedResources":[...]}. A single node object (what
+// {"nodes":[...],"queuedResources":[...]} (which may also hold computefake's
+// "instances" and "instanceGroupManagers", ignored here). A single node object (what
 // `gcloud compute tpus tpu-vm describe --format=json` prints) is accepted as a
 // fleet of one, and several such objects one after another (describe's
 // outputs concatenated) as a fleet of them. Errors name the offending element and field, e.g.
@@ -88,7 +89,9 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			break
 		}
 		for k := range keys {
-			if k != "nodes" && k != "queuedResources" {
+			// instances and instanceGroupManagers are computefake's: one
+			// combined file seeds both simulators.
+			if k != "nodes" && k != "queuedResources" && k != "instances" && k != "instanceGroupManagers" {
 				return Fleet{}, fmt.Errorf("fleet: unknown top-level field %q (want \"nodes\" and \"queuedResources\")", k)
 			}
 		}

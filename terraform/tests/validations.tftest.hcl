@@ -281,6 +281,20 @@ run "tpu_endpoint" {
   expect_failures = [var.tpu_endpoint]
 }
 
+run "compute_endpoint" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    compute_endpoint = "http://x"
+  }
+
+  expect_failures = [var.compute_endpoint]
+}
+
 run "record_to" {
   command = plan
 

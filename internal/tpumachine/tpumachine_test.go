@@ -1,9 +1,9 @@
-package computefake_test
+package tpumachine_test
 
 import (
 	"testing"
 
-	"github.com/tpu-autoheal/autoheal/internal/computefake"
+	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
 )
 
 func TestChipsPerVM(t *testing.T) {
@@ -24,11 +24,11 @@ func TestChipsPerVM(t *testing.T) {
 		{"", 0},
 	}
 	for _, tt := range tests {
-		if got := computefake.ChipsPerVM(tt.machineType); got != tt.want {
+		if got := tpumachine.ChipsPerVM(tt.machineType); got != tt.want {
 			t.Errorf("ChipsPerVM(%q) = %d, want %d", tt.machineType, got, tt.want)
 		}
 	}
-	if mt, ok := computefake.LookupTPUMachineType("tpu7x-standard-4t"); !ok || mt.Version != "TPU7x" {
-		t.Errorf("LookupTPUMachineType(tpu7x-standard-4t) = %+v, %v", mt, ok)
+	if mt, ok := tpumachine.Lookup("tpu7x-standard-4t"); !ok || mt.Version != "TPU7x" {
+		t.Errorf("Lookup(tpu7x-standard-4t) = %+v, %v", mt, ok)
 	}
 }

@@ -1,0 +1,185 @@
+package computevm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	compute "google.golang.org/api/compute/v1"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
+)
+
+// Collections of the instance path in the ledger's database (beside the
+// ledger's own; prefixed like them).
+const (
+	CollectionSpecs    = "instanceSpecs"
+	CollectionEvidence = "instanceEvidence"
+	CollectionSlices   = "instanceSlices"
+)
+
+// Firestore is a Store in the ledger's Firestore database: one document per
+// saved spec (its JSON), per evidence entry (by the entry's key, so a
+// redelivery writes the same document) and per slice.
+type Firestore struct {
+	client *firestore.Client
+	prefix string
+}
+
+var _ Store = (*Firestore)(nil)
+
+// NewFirestore returns a Store on client's database; prefix prefixes the
+// collection names (as ledger.WithPrefix does).
+func NewFirestore(client *firestore.Client, prefix string) *Firestore {
+	return &Firestore{client: client, prefix: prefix}
+}
+
+func (f *Firestore) col(name string) *firestore.CollectionRef {
+	return f.client.Collection(f.prefix + name)
+}
+
+// docID is a document id for any string: a hash, so no name can escape
+// its collection.
+func docID(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+type specDoc struct {
+	Name    string    `firestore:"name"`
+	Project string    `firestore:"project"`
+	Zone    string    `firestore:"zone"`
+	Spec    string    `firestore:"spec"` // the instance JSON
+	Saved   time.Time `firestore:"saved"`
+}
+
+// SaveSpec implements Store.
+func (f *Firestore) SaveSpec(ctx context.Context, name string, spec *compute.Instance) error {
+	ref, err := ParseRef(name)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	_, err = f.col(CollectionSpecs).Doc(docID(name)).Set(ctx, specDoc{Name: name, Project: ref.Project, Zone: ref.Zone, Spec: string(b), Saved: time.Now()}) // rest: firestore.projects.databases.documents.commit
+	return err
+}
+
+// Specs implements Store.
+func (f *Firestore) Specs(ctx context.Context, project, zone string) (map[string]*compute.Instance, error) {
+	out := map[string]*compute.Instance{}
+	it := f.col(CollectionSpecs).Where("project", "==", project).Where("zone", "==", zone).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
+	defer it.Stop()
+	for {
+		s, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var d specDoc
+		if err := s.DataTo(&d); err != nil {
+			return nil, err
+		}
+		var in compute.Instance
+		if err := json.Unmarshal([]byte(d.Spec), &in); err != nil {
+			return nil, fmt.Errorf("saved spec of %s: %w", d.Name, err)
+		}
+		out[d.Name] = &in
+	}
+}
+
+// ForgetSpec implements Store.
+func (f *Firestore) ForgetSpec(ctx context.Context, name string) error {
+	_, err := f.col(CollectionSpecs).Doc(docID(name)).Delete(ctx) // rest: firestore.projects.databases.documents.commit
+	return err
+}
+
+type evidenceDoc struct {
+	Instance string    `firestore:"instance"`
+	Kind     string    `firestore:"kind"`
+	Method   string    `firestore:"method"`
+	Time     time.Time `firestore:"time"`
+	InsertID string    `firestore:"insertId"`
+}
+
+// AddEvidence implements Store. Documents are keyed by the entry, so a
+// redelivered entry rewrites its own; Evidence reads the newest MaxEvidence.
+func (f *Firestore) AddEvidence(ctx context.Context, e vmpolicy.Evidence) error {
+	d := evidenceDoc{Instance: e.Instance, Kind: string(e.Kind), Method: e.Method, Time: e.Time, InsertID: e.InsertID}
+	_, err := f.col(CollectionEvidence).Doc(docID(e.Instance+"|"+e.InsertID)).Set(ctx, d) // rest: firestore.projects.databases.documents.commit
+	return err
+}
+
+// Evidence implements Store.
+func (f *Firestore) Evidence(ctx context.Context, instances []string) ([]vmpolicy.Evidence, error) {
+	var out []vmpolicy.Evidence
+	for _, name := range instances {
+		it := f.col(CollectionEvidence).Where("instance", "==", name).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
+		var list []vmpolicy.Evidence
+		for {
+			s, err := it.Next()
+			if errors.Is(err, iterator.Done) {
+				break
+			}
+			if err != nil {
+				it.Stop()
+				return nil, err
+			}
+			var d evidenceDoc
+			if err := s.DataTo(&d); err != nil {
+				it.Stop()
+				return nil, err
+			}
+			list = append(list, vmpolicy.Evidence{Instance: d.Instance, Kind: vmpolicy.EvidenceKind(d.Kind), Method: d.Method, Time: d.Time, InsertID: d.InsertID})
+		}
+		it.Stop()
+		sort.SliceStable(list, func(i, j int) bool { return list[i].Time.Before(list[j].Time) })
+		if len(list) > MaxEvidence {
+			list = list[len(list)-MaxEvidence:]
+		}
+		out = append(out, list...)
+	}
+	return out, nil
+}
+
+type sliceDoc struct {
+	Since      time.Time `firestore:"since"`
+	Action     string    `firestore:"action"`
+	At         time.Time `firestore:"at"`
+	Operations []string  `firestore:"operations"`
+}
+
+// Slice implements Store.
+func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
+	s, err := f.col(CollectionSlices).Doc(docID(key)).Get(ctx) // rest: firestore.projects.databases.documents.get
+	if status.Code(err) == codes.NotFound {
+		return SliceState{}, nil
+	}
+	if err != nil {
+		return SliceState{}, err
+	}
+	var d sliceDoc
+	if err := s.DataTo(&d); err != nil {
+		return SliceState{}, err
+	}
+	return SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations}, nil
+}
+
+// SetSlice implements Store.
+func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) error {
+	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations}) // rest: firestore.projects.databases.documents.commit
+	return err
+}

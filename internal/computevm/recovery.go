@@ -1,0 +1,752 @@
+package computevm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	compute "google.golang.org/api/compute/v1"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
+	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
+)
+
+// Instances is the part of Compute Engine the recovery calls (*Client).
+type Instances interface {
+	GetInstance(ctx context.Context, r Ref) (*compute.Instance, error)
+	ListOptedIn(ctx context.Context, project, zone string) ([]*compute.Instance, error)
+	Start(ctx context.Context, r Ref, requestID string) (string, error)
+	Insert(ctx context.Context, r Ref, spec *compute.Instance, requestID string) (string, error)
+	RecreateInstances(ctx context.Context, mig string, instances []string, requestID string) (string, error)
+	GetOperation(ctx context.Context, project, zone, name string) (bool, error)
+	MIGIsSlice(ctx context.Context, mig string) (bool, error)
+	SetMetadataKey(ctx context.Context, r Ref, in *compute.Instance, key, value string) (string, error)
+}
+
+var _ Instances = (*Client)(nil)
+
+// Recovery is the instance path's small interpreter: it observes a slice,
+// asks vmpolicy.Decide, and carries a mutating decision out through the
+// ledger's guards, writing one record per decision as node recoveries do.
+//
+// Guards reused from the ledger (remediate.Store): the pause
+// (History.Pause, and zone and project pauses applied here), and Claim's lease, cooldown,
+// window cap, project in-flight cap and, for recreate, the zone's storm
+// breaker (the ledger's breaker counts only recreate and reset claims, so a
+// start or a MIG's recreateInstances is not counted there). Dry run is the
+// handler's Config.DryRun. Not reused: the ledger's event dedupe
+// (MarkEvent: a redelivery is handled again, idempotently), the node's Hold (a held instance is
+// held by the evidence itself, decided again on every look) and deferrals
+// (the ledger's deferrals are advanced as nodes; SliceState.Since and the
+// sweep take their place).
+type Recovery struct {
+	Compute  Instances
+	Store    Store
+	Ledger   remediate.Store
+	Recorder remediate.Recorder
+	Config   remediate.Config // DryRun, Lease, Cooldown, Window, caps, breaker
+	Policy   vmpolicy.Config
+	Holder   string
+	Now      func() time.Time
+
+	mu        sync.Mutex
+	migSlices map[string]bool // MIGIsSlice, cached: a MIG's workload policy does not change
+	// notOurs caches the instances found not to be opted-in TPU VMs (the
+	// sink routes entries about every VM of a project), until when.
+	notOurs map[string]time.Time
+}
+
+// NotOursTTL is how long an instance found not to be an opted-in TPU VM is
+// dropped without a lookup; MaxNotOurs bounds that cache.
+const (
+	NotOursTTL = time.Hour
+	MaxNotOurs = 10000
+)
+
+func (r *Recovery) cachedNotOurs(name string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.notOurs[name]
+	return ok && now.Before(until)
+}
+
+func (r *Recovery) rememberNotOurs(name string, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.notOurs == nil || len(r.notOurs) >= MaxNotOurs {
+		r.notOurs = map[string]time.Time{} // bounded: start over
+	}
+	r.notOurs[name] = now.Add(NotOursTTL)
+}
+
+// keyOf is the slice key of an instance (SliceKey), reading whether its
+// MIG is a multi-host slice once per MIG.
+func (r *Recovery) keyOf(ctx context.Context, in *compute.Instance, ref Ref) (string, error) {
+	mig := MIGOf(in, ref.Project)
+	if mig == "" {
+		return SliceKey(in, ref, false), nil
+	}
+	r.mu.Lock()
+	isSlice, ok := r.migSlices[mig]
+	r.mu.Unlock()
+	if !ok {
+		var err error
+		if isSlice, err = r.Compute.MIGIsSlice(ctx, mig); err != nil {
+			return "", err
+		}
+		r.mu.Lock()
+		if r.migSlices == nil {
+			r.migSlices = map[string]bool{}
+		}
+		r.migSlices[mig] = isSlice
+		r.mu.Unlock()
+	}
+	return SliceKey(in, ref, isSlice), nil
+}
+
+func (r *Recovery) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// member is one instance of a slice as just observed: in nil when NOT FOUND.
+type member struct {
+	ref  Ref
+	in   *compute.Instance
+	spec *compute.Instance
+}
+
+// evidenceOf is the evidence an event gives, ok false when it gives none
+// (an insert, ours or anyone's, changes nothing the table reads).
+func evidenceOf(ev events.Event) (vmpolicy.Evidence, bool) {
+	e := vmpolicy.Evidence{
+		Instance: Ref{Project: ev.Node.Project, Zone: ev.Node.Zone, Name: ev.Instance}.String(),
+		Method:   ev.Method, Time: ev.Time, InsertID: ev.Key(),
+	}
+	if ev.Admin != nil {
+		switch ev.Admin.Change {
+		case events.ChangeStopInstance, events.ChangeSuspendInstance, events.ChangeDeleteInstance:
+			if ev.Admin.Code != 0 {
+				return e, false // refused: nothing happened
+			}
+			e.Kind = vmpolicy.EvidencePerson // we never stop, suspend or delete
+			return e, true
+		}
+		return e, false
+	}
+	switch ev.Method {
+	case events.MethodHostError, events.MethodPreempted, events.MethodTerminateOnHostMaintenance:
+		e.Kind = vmpolicy.EvidenceSystem
+	case events.MethodAutomaticRestart:
+		e.Kind = vmpolicy.EvidenceRestart
+	default:
+		e.Kind = vmpolicy.EvidenceNotice
+	}
+	return e, true
+}
+
+// HandleEvent handles an instance event (events.KindInstance): the entry
+// is kept as evidence, then the instance's slice is looked at now. Errors
+// returned are transient (retry the delivery); everything else is recorded,
+// except an entry about an instance that is not an opted-in TPU VM, which is
+// returned but not written (most entries are: the sink routes every VM's).
+func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediate.Record, error) {
+	// No MarkEvent: a delivery that failed transiently must be handled
+	// again in full when redelivered (its evidence kept), and handling
+	// one twice is harmless: evidence is deduplicated by the entry's key
+	// and a slice is acted on once per incident.
+	start := r.now()
+	ref := Ref{Project: ev.Node.Project, Zone: ev.Node.Zone, Name: ev.Instance}
+	if r.cachedNotOurs(ref.String(), start) {
+		return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "not an opted-in Compute Engine TPU VM (looked up within the hour)", nil)}, nil
+	}
+	in, err := r.Compute.GetInstance(ctx, ref)
+	if err != nil && KindOf(err) != KindNotFound {
+		if KindOf(err) == KindTransient {
+			return nil, err
+		}
+		// Not retryable: the entry is acknowledged, but its evidence is
+		// kept (whether the instance is ours is unknown), so the sweep,
+		// which lists the opted-in instances, decides with it.
+		if e, ok := evidenceOf(ev); ok {
+			if err := r.Store.AddEvidence(ctx, e); err != nil {
+				return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
+			}
+		}
+		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionSkip, "cannot read the instance; its evidence is kept for the sweep", err)}, nil
+	}
+	specs, err := r.Store.Specs(ctx, ref.Project, ref.Zone)
+	if err != nil {
+		return nil, fmt.Errorf("read saved specs of %s/%s: %w", ref.Project, ref.Zone, err)
+	}
+	spec := specs[ref.String()]
+	if in == nil && spec == nil || in != nil && (!IsTPU(in) || !OptedIn(in)) {
+		// Most instance entries are about VMs that are not TPU VMs, or not
+		// opted in: recorded and dropped, the next ones of the hour
+		// without a lookup.
+		// Not written to the recorder: the sink cannot filter by machine
+		// type or label, so these are most instance entries, and each
+		// would be an "incident" of a VM that is none of ours in the
+		// records and reports.
+		r.rememberNotOurs(ref.String(), start)
+		return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "not an opted-in Compute Engine TPU VM", nil)}, nil
+	}
+	if e, ok := evidenceOf(ev); ok {
+		if err := r.Store.AddEvidence(ctx, e); err != nil {
+			return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
+		}
+	}
+	key, err := r.keyOf(ctx, orSpec(in, spec), ref)
+	if err != nil {
+		return nil, err
+	}
+	members := []member{{ref: ref, in: in, spec: spec}}
+	if key != ref.String() {
+		all, err := r.Compute.ListOptedIn(ctx, ref.Project, ref.Zone)
+		if err != nil {
+			return nil, err
+		}
+		if members, err = r.sliceMembers(ctx, key, ref, all, specs); err != nil {
+			return nil, err
+		}
+	}
+	rec, err := r.reconcile(ctx, start, &ev, key, members)
+	if err != nil {
+		return nil, err
+	}
+	return []remediate.Record{rec}, nil
+}
+
+func orSpec(in, spec *compute.Instance) *compute.Instance {
+	if in != nil {
+		return in
+	}
+	return spec
+}
+
+// sliceMembers are the instances of slice key in the zone: those listed and
+// those whose spec was saved but that are gone.
+func (r *Recovery) sliceMembers(ctx context.Context, key string, zone Ref, listed []*compute.Instance, specs map[string]*compute.Instance) ([]member, error) {
+	var out []member
+	seen := map[string]bool{}
+	for _, in := range listed {
+		ref := Ref{Project: zone.Project, Zone: zone.Zone, Name: in.Name}
+		k, err := r.keyOf(ctx, in, ref)
+		if err != nil {
+			return nil, err
+		}
+		if k == key {
+			out = append(out, member{ref: ref, in: in, spec: specs[ref.String()]})
+			seen[ref.String()] = true
+		}
+	}
+	for name, spec := range specs {
+		ref, err := ParseRef(name)
+		if err != nil || seen[name] {
+			continue
+		}
+		if k, err := r.keyOf(ctx, spec, ref); err != nil {
+			return nil, err
+		} else if k == key {
+			out = append(out, member{ref: ref, spec: spec})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ref.Name < out[j].ref.Name })
+	return out, nil
+}
+
+// SweepResult is what a sweep of the instance path did.
+type SweepResult struct {
+	Instances int
+	Records   []remediate.Record
+	Errors    []error // zones that could not be listed
+}
+
+// Sweep looks at every opted-in TPU instance of the zones: it saves the
+// spec of each standalone one that changed (so a vanished VM can be
+// recreated), and decides about every slice, vanished ones included.
+func (r *Recovery) Sweep(ctx context.Context, projects, zones []string) (SweepResult, error) {
+	var res SweepResult
+	for _, p := range projects {
+		for _, z := range zones {
+			all, err := r.Compute.ListOptedIn(ctx, p, z)
+			if err != nil {
+				res.Errors = append(res.Errors, err)
+				continue
+			}
+			specs, err := r.Store.Specs(ctx, p, z)
+			if err != nil {
+				return res, fmt.Errorf("read saved specs of %s/%s: %w", p, z, err)
+			}
+			res.Instances += len(all)
+			slicesSeen := map[string]bool{}
+			var keys []string
+			for _, in := range all {
+				ref := Ref{Project: p, Zone: z, Name: in.Name}
+				if MIGOf(in, p) == "" && in.Status == vmpolicy.StatusRunning {
+					if err := r.saveSpec(ctx, ref, in, specs); err != nil {
+						return res, err
+					}
+				}
+				k, err := r.keyOf(ctx, in, ref)
+				if err != nil {
+					res.Errors = append(res.Errors, err)
+					continue
+				}
+				if !slicesSeen[k] {
+					slicesSeen[k] = true
+					keys = append(keys, k)
+				}
+			}
+			for name, spec := range specs {
+				ref, err := ParseRef(name)
+				if err != nil {
+					continue
+				}
+				if k, err := r.keyOf(ctx, spec, ref); err == nil && !slicesSeen[k] {
+					slicesSeen[k] = true
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				members, err := r.sliceMembers(ctx, k, Ref{Project: p, Zone: z}, all, specs)
+				if err != nil {
+					res.Errors = append(res.Errors, err)
+					continue
+				}
+				rec, err := r.reconcile(ctx, r.now(), nil, k, members)
+				if err != nil {
+					return res, err
+				}
+				res.Records = append(res.Records, rec)
+			}
+		}
+	}
+	return res, nil
+}
+
+// saveSpec saves in's spec when it differs from the saved one (specs is
+// updated too).
+func (r *Recovery) saveSpec(ctx context.Context, ref Ref, in *compute.Instance, specs map[string]*compute.Instance) error {
+	spec := SpecOf(in)
+	if spec == nil {
+		return nil
+	}
+	if old := specs[ref.String()]; old != nil && sameSpec(old, spec) {
+		return nil
+	}
+	if err := r.Store.SaveSpec(ctx, ref.String(), spec); err != nil {
+		return fmt.Errorf("save spec of %s: %w", ref, err)
+	}
+	specs[ref.String()] = spec
+	return nil
+}
+
+func sameSpec(a, b *compute.Instance) bool {
+	ja, err1 := a.MarshalJSON()
+	jb, err2 := b.MarshalJSON()
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// reconcile decides about one slice and carries the decision out.
+func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Event, key string, members []member) (remediate.Record, error) {
+	project, zone := zoneOfKey(key)
+	var names []string
+	var observed []vmpolicy.Instance
+	for _, m := range members {
+		names = append(names, m.ref.String())
+		o := Observe(m.ref, m.in, m.spec)
+		o.NoPrepare = r.maintenanceOff(m.in)
+		observed = append(observed, o)
+	}
+	evidence, err := r.Store.Evidence(ctx, names)
+	if err != nil {
+		return remediate.Record{}, fmt.Errorf("read evidence of %s: %w", key, err)
+	}
+	state, err := r.Store.Slice(ctx, key)
+	if err != nil {
+		return remediate.Record{}, fmt.Errorf("read slice %s: %w", key, err)
+	}
+	if state, err = r.verdicts(ctx, key, state); err != nil {
+		return remediate.Record{}, err
+	}
+	now := r.now()
+	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, Now: now}, r.Policy)
+	healthy := true
+	for _, o := range observed {
+		healthy = healthy && o.Found && o.Status == vmpolicy.StatusRunning
+	}
+	switch {
+	case healthy && !state.Since.IsZero():
+		state.Since = time.Time{}
+		if err := r.Store.SetSlice(ctx, key, state); err != nil {
+			return remediate.Record{}, err
+		}
+	case !healthy && state.Since.IsZero():
+		state.Since = now
+		if err := r.Store.SetSlice(ctx, key, state); err != nil {
+			return remediate.Record{}, err
+		}
+	}
+	if dec.Action == vmpolicy.ActionHeld {
+		// A person deleted it: its spec is not ours to keep (nor to
+		// recreate from); the slice is then looked at no more.
+		for i, m := range members {
+			if m.in == nil && m.spec != nil && personDeleted(evidence, observed[i].Name) {
+				if err := r.Store.ForgetSpec(ctx, observed[i].Name); err != nil {
+					return remediate.Record{}, fmt.Errorf("forget the spec of %s: %w", observed[i].Name, err)
+				}
+			}
+		}
+	}
+	action := remediate.Action(dec.Action)
+	if !dec.Action.Mutates() {
+		return r.record(ctx, start, ev, key, members, action, dec.Reason, nil), nil
+	}
+	hist, err := r.Ledger.History(ctx, key, project, "", now, r.Config.Window)
+	if err != nil {
+		return remediate.Record{}, fmt.Errorf("history of %s: %w", key, err)
+	}
+	pause, err := r.pause(ctx, hist, key, members)
+	if err != nil {
+		return remediate.Record{}, err
+	}
+	if pause != nil {
+		return r.record(ctx, start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("would %s: paused (%s)", dec.Action, pause.What()), nil), nil
+	}
+	if r.Config.DryRun {
+		return r.record(ctx, start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("dry run: would %s %v: %s", dec.Action, dec.Targets, dec.Reason), nil), nil
+	}
+	if dec.Action == vmpolicy.ActionPrepare {
+		// Not a recovery: no claim, no cooldown. Level-triggered: an
+		// instance holding the notice is not written again, and the write
+		// carries the fingerprint of the metadata as just read.
+		steps, err := r.prepare(ctx, dec, members)
+		out := r.build(start, ev, key, members, action, dec.Reason+": "+strings.Join(dec.Targets, ", "), err)
+		out.Steps = steps
+		if err == nil {
+			out.Outcome = remediate.OutcomePrepared
+		}
+		r.write(ctx, &out)
+		return out, nil
+	}
+	cause := events.CauseUnknown
+	if ev != nil {
+		cause = ev.Cause
+	}
+	eventID := ""
+	if ev != nil {
+		eventID = ev.Key()
+	}
+	rec, err := r.Ledger.Claim(ctx, remediate.ClaimRequest{
+		Node: key, Project: project, Zone: zone, Holder: r.Holder, Now: now,
+		Action: action, EventID: eventID, Cause: cause, Config: r.Config,
+	})
+	if err != nil {
+		var open *remediate.BreakerOpenError
+		if errors.Is(err, remediate.ErrClaimed) || errors.Is(err, remediate.ErrCooldown) || errors.Is(err, remediate.ErrWindowCap) ||
+			errors.Is(err, remediate.ErrInFlightCap) || errors.As(err, &open) {
+			return r.record(ctx, start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("would %s: %v", dec.Action, err), nil), nil
+		}
+		return remediate.Record{}, fmt.Errorf("claim %s: %w", key, err)
+	}
+	// Persist before acting. The claim is saved in a terminal phase that
+	// counts as a recreate (remediate.CountsAsRecreate): it counts for the
+	// cooldown and caps from here on, and no unfinished recovery named
+	// after an instance is ever left for the node path's resumers to
+	// advance as a TPU node, whatever happens next. The instance's state
+	// is read again on every look; the slice's incident (saved next) says
+	// what was sent, so a crash after the call cannot make it twice, and
+	// the request ids make a retried call the same call.
+	rec.Phase, rec.StartedAt, rec.UpdatedAt = remediate.PhaseRecovered, now, now
+	rec.LastError = fmt.Sprintf("instance path: %s %v sent; the instances are read again on every look", dec.Action, dec.Targets)
+	if err := r.Ledger.Update(ctx, rec); err != nil {
+		return remediate.Record{}, fmt.Errorf("save claim of %s: %w", key, err)
+	}
+	prev := state.Incident
+	state.Incident = vmpolicy.Incident{Action: dec.Action, At: now}
+	if err := r.Store.SetSlice(ctx, key, state); err != nil {
+		return remediate.Record{}, fmt.Errorf("save incident of %s: %w", key, err)
+	}
+	steps, pending, callErr := r.act(ctx, dec, key, members, fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation))
+	if callErr == nil && len(pending) > 0 {
+		state.Operations = pending
+		if err := r.Store.SetSlice(ctx, key, state); err != nil {
+			return remediate.Record{}, fmt.Errorf("save the operations of %s: %w", key, err)
+		}
+	}
+	if callErr != nil {
+		// Failed (a stockout, quota, a refusal, or an answer lost): the
+		// incident is open again, so a later look retries once the
+		// cooldown the claim counted for has passed (bounded by the window
+		// cap); a call that took effect after all is the same request.
+		state.Incident = prev
+		if err := r.Store.SetSlice(ctx, key, state); err != nil {
+			return remediate.Record{}, fmt.Errorf("reopen incident of %s: %w", key, err)
+		}
+		rec.LastError, rec.UpdatedAt = callErr.Error(), r.now()
+		if err := r.Ledger.Update(ctx, rec); err != nil {
+			return remediate.Record{}, fmt.Errorf("save the failure of %s: %w", key, err)
+		}
+	}
+	reason := dec.Reason + ": " + strings.Join(dec.Targets, ", ")
+	out := r.build(start, ev, key, members, action, reason, callErr)
+	out.Steps, out.Generation = steps, rec.Generation
+	if callErr == nil {
+		out.Phase = remediate.PhaseDone
+	}
+	r.write(ctx, &out)
+	return out, nil
+}
+
+// verdicts looks at the operations of the incident's last action: one that
+// ended in error (a stockout, quota, a refusal found late), or that Compute
+// Engine no longer knows, reopens the incident, so a later look may act
+// again; finished ones are dropped.
+func (r *Recovery) verdicts(ctx context.Context, key string, state SliceState) (SliceState, error) {
+	if len(state.Operations) == 0 {
+		return state, nil
+	}
+	var open []string
+	var failed error
+	for _, op := range state.Operations {
+		seg := strings.Split(op, "/")
+		if len(seg) != 6 {
+			continue
+		}
+		done, err := r.Compute.GetOperation(ctx, seg[1], seg[3], seg[5])
+		switch {
+		case !done && err != nil && KindOf(err) == KindNotFound:
+			// Forgotten by Compute Engine: no verdict will come. Reopen:
+			// the next look decides from the instances' state, and acts
+			// again (after the claim's cooldown) only if they are still
+			// broken.
+			failed = err
+		case !done:
+			open = append(open, op)
+		case err != nil:
+			failed = err
+		}
+	}
+	next := state
+	next.Operations = open
+	if failed != nil {
+		next.Incident, next.Operations = vmpolicy.Incident{}, nil
+	}
+	if err := r.Store.SetSlice(ctx, key, next); err != nil {
+		return state, fmt.Errorf("save the verdicts of %s: %w", key, err)
+	}
+	return next, nil
+}
+
+// personDeleted reports whether the newest evidence about instance is a
+// person's delete.
+func personDeleted(evidence []vmpolicy.Evidence, instance string) bool {
+	var last *vmpolicy.Evidence
+	for i, e := range evidence {
+		if e.Instance == instance && (e.Kind == vmpolicy.EvidencePerson || e.Kind == vmpolicy.EvidenceSystem) && (last == nil || !e.Time.Before(last.Time)) {
+			last = &evidence[i]
+		}
+	}
+	return last != nil && last.Kind == vmpolicy.EvidencePerson && strings.HasSuffix(last.Method, ".delete")
+}
+
+// maintenanceOff reports whether the instance's maintenance mode is off:
+// its label tpu-autoheal-maintenance when valid, else the configured mode.
+func (r *Recovery) maintenanceOff(in *compute.Instance) bool {
+	mode := r.Config.MaintenanceMode
+	if in != nil {
+		if v := in.Labels[remediate.MaintenanceLabel]; v == remediate.MaintenanceOff || v == remediate.MaintenancePrepare || v == remediate.MaintenanceEarly {
+			mode = v
+		}
+	}
+	return mode == remediate.MaintenanceOff
+}
+
+// prepare writes the maintenance notice into metadata autoheal-maintenance
+// of each target (read-modify-write with the fingerprint of the instance
+// as read this look), the same JSON the node path writes, so the startup
+// script and the guest read one contract.
+func (r *Recovery) prepare(ctx context.Context, dec vmpolicy.Decision, members []member) ([]remediate.Step, error) {
+	var steps []remediate.Step
+	var errs []error
+	for _, t := range dec.Targets {
+		for _, m := range members {
+			if m.ref.String() != t || m.in == nil || m.in.ResourceStatus == nil || m.in.ResourceStatus.UpcomingMaintenance == nil {
+				continue
+			}
+			um := m.in.ResourceStatus.UpcomingMaintenance
+			notice := remediate.MaintenanceNotice{Notice: um.WindowStartTime, SentAt: r.now(), Status: um.MaintenanceStatus, Type: um.Type,
+				WindowStart: um.WindowStartTime, WindowEnd: um.WindowEndTime, CanReschedule: um.CanReschedule}
+			b, err := json.Marshal(notice)
+			if err != nil {
+				return steps, err
+			}
+			st := remediate.Step{Name: "set-metadata", Start: r.now()}
+			op, err := r.Compute.SetMetadataKey(ctx, m.ref, m.in, remediate.NoticeMetadataKey, string(b))
+			st.Operation, st.Duration = op, r.now().Sub(st.Start)
+			if err != nil {
+				st.Err = err.Error()
+				errs = append(errs, err)
+			}
+			steps = append(steps, st)
+		}
+	}
+	return steps, errors.Join(errs...)
+}
+
+// pauses is what a ledger that lists its pauses (ledger.Admin) offers:
+// remediate.Pause.Covers reads TPU node names only, so zone and project
+// pauses are applied to an instance's slice here.
+type pauses interface {
+	Pauses(ctx context.Context) ([]remediate.Pause, error)
+}
+
+// pause is the pause covering the slice (its key, or one of its
+// instances by name, or its zone or project), nil when none.
+func (r *Recovery) pause(ctx context.Context, hist remediate.History, key string, members []member) (*remediate.Pause, error) {
+	if hist.Pause != nil {
+		return hist.Pause, nil
+	}
+	l, ok := r.Ledger.(pauses)
+	if !ok {
+		return nil, nil
+	}
+	ps, err := l.Pauses(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read pauses: %w", err)
+	}
+	project, zone := zoneOfKey(key)
+	for i, p := range ps {
+		switch p.Scope {
+		case remediate.PauseProject:
+			if p.Project == project {
+				return &ps[i], nil
+			}
+		case remediate.PauseZone:
+			if p.Zone == zone && (p.Project == "" || p.Project == project) {
+				return &ps[i], nil
+			}
+		case remediate.PauseNode:
+			if p.Node == key {
+				return &ps[i], nil
+			}
+			for _, m := range members {
+				if p.Node == m.ref.String() {
+					return &ps[i], nil
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// act makes the decision's calls, one per target (recreateInstances: one
+// for all), and looks once at each operation; pending are the operations
+// without a verdict yet. incident names the incident and the claim: the
+// request ids derive from it, so a call repeated within one claim is one
+// request, and a retry under a later claim (after a stockout) a new one.
+func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, members []member, incident string) (steps []remediate.Step, pending []string, _ error) {
+	byName := map[string]member{}
+	for _, m := range members {
+		byName[m.ref.String()] = m
+	}
+	var errs []error
+	call := func(name, project, zone string, f func() (string, error)) {
+		t := r.now()
+		op, err := f()
+		st := remediate.Step{Name: name, Operation: op, Start: t}
+		if err == nil && op != "" {
+			done, oerr := r.Compute.GetOperation(ctx, project, zone, op)
+			switch {
+			case done && oerr != nil:
+				err = oerr
+			case !done:
+				pending = append(pending, "projects/"+project+"/zones/"+zone+"/operations/"+op)
+			}
+		}
+		st.Duration = r.now().Sub(t)
+		if err != nil {
+			st.Err = err.Error()
+			errs = append(errs, err)
+		}
+		steps = append(steps, st)
+	}
+	switch dec.Action {
+	case vmpolicy.ActionStart:
+		for _, t := range dec.Targets {
+			m := byName[t]
+			call("start", m.ref.Project, m.ref.Zone, func() (string, error) {
+				return r.Compute.Start(ctx, m.ref, RequestID(t+"|start|"+incident))
+			})
+		}
+	case vmpolicy.ActionRecreate:
+		for _, t := range dec.Targets {
+			m := byName[t]
+			call("insert", m.ref.Project, m.ref.Zone, func() (string, error) {
+				return r.Compute.Insert(ctx, m.ref, m.spec, RequestID(t+"|insert|"+incident))
+			})
+		}
+	case vmpolicy.ActionRecreateInstances:
+		mig := MIGOf(orSpec(members[0].in, members[0].spec), members[0].ref.Project)
+		project, zone := zoneOfKey(mig)
+		call("recreateInstances", project, zone, func() (string, error) {
+			return r.Compute.RecreateInstances(ctx, mig, dec.Targets, RequestID(key+"|recreateInstances|"+incident))
+		})
+	}
+	return steps, pending, errors.Join(errs...)
+}
+
+// zoneOfKey is the project and zone of a slice key.
+func zoneOfKey(key string) (project, zone string) {
+	seg := strings.Split(key, "/")
+	if len(seg) >= 4 && seg[0] == "projects" && seg[2] == "zones" {
+		return seg[1], seg[3]
+	}
+	return "", ""
+}
+
+// record writes the record of a decision about a slice.
+func (r *Recovery) record(ctx context.Context, start time.Time, ev *events.Event, key string, members []member, action remediate.Action, reason string, err error) remediate.Record {
+	rec := r.build(start, ev, key, members, action, reason, err)
+	r.write(ctx, &rec)
+	return rec
+}
+
+// write stamps the record's elapsed time and writes it.
+func (r *Recovery) write(ctx context.Context, rec *remediate.Record) {
+	rec.Elapsed = r.now().Sub(rec.Time)
+	if r.Recorder != nil {
+		_ = r.Recorder.Record(ctx, *rec)
+	}
+}
+
+// build makes the record of a decision about a slice.
+func (r *Recovery) build(start time.Time, ev *events.Event, key string, members []member, action remediate.Action, reason string, err error) remediate.Record {
+	_, zone := zoneOfKey(key)
+	rec := remediate.Record{Time: start, Node: key, Zone: zone, Action: action, Reason: reason, DryRun: r.Config.DryRun}
+	if ev != nil {
+		rec.InsertID, rec.EventTime, rec.Method, rec.Cause = ev.InsertID, ev.Time, ev.Method, ev.Cause
+	}
+	for _, m := range members {
+		if in := orSpec(m.in, m.spec); in != nil {
+			mt := in.MachineType[strings.LastIndexByte(in.MachineType, '/')+1:]
+			rec.AcceleratorType = mt
+			rec.Chips += tpumachine.ChipsPerVM(mt)
+		}
+	}
+	if err != nil {
+		rec.Err = err.Error()
+	}
+	return rec
+}

@@ -1,0 +1,331 @@
+// Package vmpolicy decides what to do about a Compute Engine TPU VM, or the
+// VMs of one multi-host slice, from what was just observed of them, the
+// evidence the audit log gave (system events, persons' admin activity) and
+// what this project already did in the incident. It is the instance
+// counterpart of remediate.Decide: pure, level-triggered, no I/O; the
+// computevm package observes, acts and records.
+//
+// It must never return a mutating action for an instance a person stopped,
+// suspended or deleted, or one the guest shut down: those are held.
+package vmpolicy
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Action is what Decide asks for. record, defer and skip are the same words
+// as for nodes; start, recreate and recreateInstances are the instance
+// calls; held means "a person (or the guest) did this: never touched".
+type Action string
+
+// Actions.
+const (
+	ActionRecord            Action = "record"
+	ActionDefer             Action = "defer"
+	ActionStart             Action = "start"             // instances.start of each target
+	ActionRecreate          Action = "recreate"          // instances.insert of each target from its saved spec
+	ActionRecreateInstances Action = "recreateInstances" // instanceGroupManagers.recreateInstances of the targets
+	ActionHeld              Action = "held"
+	ActionPrepare           Action = "prepare" // instances.setMetadata autoheal-maintenance on each target
+)
+
+// Mutates reports whether a is a call that changes an instance.
+func (a Action) Mutates() bool {
+	return a == ActionStart || a == ActionRecreate || a == ActionRecreateInstances || a == ActionPrepare
+}
+
+// Status values of a Compute Engine instance (compute/v1 Instance.status).
+const (
+	StatusRunning     = "RUNNING"
+	StatusTerminated  = "TERMINATED"
+	StatusSuspended   = "SUSPENDED"
+	StatusStopping    = "STOPPING"
+	StatusSuspending  = "SUSPENDING"
+	StatusPendingStop = "PENDING_STOP"
+)
+
+// inProgress are the statuses of an instance on its way somewhere: defer.
+var inProgress = []string{"PROVISIONING", "STAGING", "PENDING", "REPAIRING", StatusStopping, StatusPendingStop, StatusSuspending, "DEPROVISIONING"}
+
+// Instance is what was observed of one instance.
+type Instance struct {
+	Name    string // projects/P/zones/Z/instances/I
+	Found   bool   // false: instances.get answered NOT FOUND
+	ID      uint64 // the instance id (0 when not found)
+	Status  string
+	OptedIn bool // the opt-in label; for a vanished one, its saved spec's
+	// LastStop is lastStopTimestamp (zero when never stopped).
+	LastStop time.Time
+	// AutomaticRestart is scheduling.automaticRestart: Compute Engine may
+	// start the instance again by itself after a host error.
+	AutomaticRestart bool
+	// MIG is the managed instance group that owns it
+	// (projects/P/zones/Z/instanceGroupManagers/M), "" for a standalone VM.
+	MIG string
+	// HasSpec: a spec saved before it broke exists (for recreate).
+	HasSpec bool
+	// Maintenance is the window start of its upcoming maintenance when
+	// PENDING (resourceStatus.upcomingMaintenance), "" for none; Notified
+	// the notice (window start) its autoheal-maintenance metadata holds,
+	// "" for none; NoPrepare: its maintenance mode is off.
+	Maintenance string
+	Notified    string
+	NoPrepare   bool
+}
+
+// EvidenceKind says what an audit entry showed.
+type EvidenceKind string
+
+// Evidence kinds.
+const (
+	// EvidenceSystem is a Compute Engine system event that may have broken
+	// the instance: hostError, preempted, terminateOnHostMaintenance.
+	EvidenceSystem EvidenceKind = "system"
+	// EvidencePerson is a person's stop, suspend or delete
+	// (admin activity with a principal that is not ours).
+	EvidencePerson EvidenceKind = "person"
+	// EvidenceRestart is compute.instances.automaticRestart: Compute
+	// Engine restarted it itself (kept for the record; the instance's
+	// status says the rest).
+	EvidenceRestart EvidenceKind = "restart"
+	// EvidenceNotice is a maintenance notice (upcomingMaintenance,
+	// upcomingInfraMaintenance): nothing broke yet.
+	EvidenceNotice EvidenceKind = "notice"
+)
+
+// Evidence is one audit entry about one instance.
+type Evidence struct {
+	Instance string
+	Kind     EvidenceKind
+	Method   string
+	Time     time.Time
+	InsertID string
+}
+
+// Incident is what this project already did about the slice: the last
+// mutating action sent and when (zero: none).
+type Incident struct {
+	Action Action
+	At     time.Time
+}
+
+// Config are the graces of the instance table.
+type Config struct {
+	// RestartGrace is how long after a host error an instance with
+	// automaticRestart is left to Compute Engine before it is started.
+	RestartGrace time.Duration
+	// StuckGrace is how long a MIG, or an instance in progress, is given.
+	StuckGrace time.Duration
+	// EventSlack is how far before lastStopTimestamp a system event may be
+	// dated and still be the cause of that stop (the entry is written as
+	// the instance stops; clocks and the write differ by seconds).
+	EventSlack time.Duration
+}
+
+// DefaultConfig are the defaults: a 5-minute restart grace (the fake and
+// the documented automatic restart take about a minute), the node stuck
+// grace of 30 minutes, and a 2-minute event slack.
+func DefaultConfig() Config {
+	return Config{RestartGrace: 5 * time.Minute, StuckGrace: 30 * time.Minute, EventSlack: 2 * time.Minute}
+}
+
+// Input is everything Decide reads.
+type Input struct {
+	Slice    []Instance // one instance, or every instance of a multi-host slice
+	Evidence []Evidence // about the slice's instances, any order
+	Incident Incident
+	// Since is when the slice was first seen not RUNNING by this project
+	// (a deferral's start), zero when unknown.
+	Since time.Time
+	Now   time.Time
+}
+
+// Decision is Decide's answer.
+type Decision struct {
+	Action  Action
+	Reason  string
+	Targets []string  // the instances the action is about (mutations only)
+	Due     time.Time // for defer: when to look again
+}
+
+// Decide applies the instance decision table to a slice. Rows, in order:
+//
+//   - an instance not opted in → record;
+//   - every instance RUNNING → record;
+//   - a person's stop/suspend/delete of an instance newer than the last
+//     system event about it, or SUSPENDED → held;
+//   - any instance in progress (PROVISIONING … DEPROVISIONING) → defer,
+//     until the stuck grace (then record: nothing of ours to do);
+//   - MIG-owned: record while the MIG repairs (within the stuck grace of
+//     the incident), then recreateInstances of the slice's broken
+//     instances (all of a multi-host slice), once per incident;
+//   - TERMINATED with a system event dated at or after its lastStopTimestamp
+//     (less EventSlack): defer within RestartGrace when automaticRestart is
+//     on, then start once per incident; TERMINATED otherwise (guest
+//     shutdown, a stop we have no evidence of) → held;
+//   - NOT FOUND after a system event → recreate from the saved spec, once
+//     per incident; without a spec or a system event → record.
+func Decide(in Input, cfg Config) Decision {
+	if len(in.Slice) == 0 {
+		return Decision{Action: ActionRecord, Reason: "no instance observed"}
+	}
+	for _, i := range in.Slice {
+		if !i.OptedIn {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s is not opted in", i.Name)}
+		}
+	}
+	var broken []Instance
+	for _, i := range in.Slice {
+		if !i.Found || i.Status != StatusRunning {
+			broken = append(broken, i)
+		}
+	}
+	if len(broken) == 0 {
+		return prepare(in.Slice)
+	}
+	for _, i := range broken {
+		sys, person := latest(in.Evidence, i.Name, EvidenceSystem), latest(in.Evidence, i.Name, EvidencePerson)
+		if !person.IsZero() && !person.Before(sys) {
+			return Decision{Action: ActionHeld, Reason: fmt.Sprintf("a person stopped, suspended or deleted %s at %s: never undone", i.Name, person.Format(time.RFC3339))}
+		}
+		if i.Found && i.Status == StatusSuspended {
+			return Decision{Action: ActionHeld, Reason: fmt.Sprintf("%s is SUSPENDED: only a person suspends", i.Name)}
+		}
+	}
+	// The incident starts at the newest system event about a broken
+	// instance (a redelivered entry has the same time; a new failure after
+	// a recovery is a new incident), else when the slice was first seen
+	// broken.
+	since := newestSystem(in.Evidence, broken)
+	if since.IsZero() {
+		since = in.Since
+	}
+	if since.IsZero() {
+		since = in.Now
+	}
+	for _, i := range broken {
+		if i.Found && slices.Contains(inProgress, i.Status) {
+			if in.Now.Sub(since) < cfg.StuckGrace {
+				return Decision{Action: ActionDefer, Reason: fmt.Sprintf("%s is %s: in progress", i.Name, i.Status), Due: since.Add(cfg.StuckGrace)}
+			}
+			if i.MIG == "" {
+				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s is still %s after the stuck grace: nothing to call on an instance in progress", i.Name, i.Status)}
+			}
+		}
+	}
+	if mig := broken[0].MIG; mig != "" {
+		if in.Now.Sub(since) < cfg.StuckGrace {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("owned by %s: the MIG repairs it (watched until %s)", mig, since.Add(cfg.StuckGrace).Format(time.RFC3339)), Due: since.Add(cfg.StuckGrace)}
+		}
+		if in.Incident.Action == ActionRecreateInstances && !in.Incident.At.Before(since) {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("recreateInstances already sent to %s for this incident at %s", mig, in.Incident.At.Format(time.RFC3339))}
+		}
+		targets := names(broken)
+		if len(in.Slice) > 1 {
+			targets = names(in.Slice) // a multi-host slice is recreated whole
+		}
+		return Decision{Action: ActionRecreateInstances, Reason: fmt.Sprintf("not RUNNING %v after the stuck grace: %s did not repair it", in.Now.Sub(since), mig), Targets: targets}
+	}
+	// Standalone: every broken instance must have a system event that
+	// explains it; one that has not is held, and the slice with it.
+	var terminated, vanished []Instance
+	for _, i := range broken {
+		sys := latest(in.Evidence, i.Name, EvidenceSystem)
+		switch {
+		case !i.Found:
+			if sys.IsZero() {
+				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s is NOT FOUND with no system event: not ours to recreate", i.Name)}
+			}
+			if !i.HasSpec {
+				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s vanished after a system event but no spec was saved before it broke", i.Name)}
+			}
+			vanished = append(vanished, i)
+		case i.Status == StatusTerminated:
+			if sys.IsZero() || sys.Before(i.LastStop.Add(-cfg.EventSlack)) {
+				return Decision{Action: ActionHeld, Reason: fmt.Sprintf("%s is TERMINATED with no system event since it stopped at %s: a guest shutdown or a stop we cannot explain", i.Name, i.LastStop.Format(time.RFC3339))}
+			}
+			terminated = append(terminated, i)
+		default:
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s is %s: no row of the table acts on it", i.Name, i.Status)}
+		}
+	}
+	if len(vanished) > 0 {
+		if in.Incident.Action == ActionRecreate && !in.Incident.At.Before(since) {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("insert already sent for this incident at %s", in.Incident.At.Format(time.RFC3339))}
+		}
+		return Decision{Action: ActionRecreate, Reason: "NOT FOUND after a system event: recreated from the spec saved before it broke", Targets: names(vanished)}
+	}
+	for _, i := range terminated {
+		if i.AutomaticRestart && in.Now.Sub(since) < cfg.RestartGrace {
+			return Decision{Action: ActionDefer, Reason: fmt.Sprintf("%s has automaticRestart: Compute Engine may restart it", i.Name), Due: since.Add(cfg.RestartGrace)}
+		}
+	}
+	if in.Incident.Action == ActionStart && !in.Incident.At.Before(since) {
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("start already sent for this incident at %s", in.Incident.At.Format(time.RFC3339))}
+	}
+	return Decision{Action: ActionStart, Reason: "TERMINATED by a system event", Targets: names(terminated)}
+}
+
+// prepare is the decision about a RUNNING slice: with a PENDING
+// maintenance notice on any of its instances, deliver the earliest window's
+// notice to every instance of the slice that does not hold it yet (the
+// guests checkpoint: one slice, one notice); else record.
+func prepare(slice []Instance) Decision {
+	notice := ""
+	for _, i := range slice {
+		if i.Maintenance != "" && (notice == "" || i.Maintenance < notice) {
+			notice = i.Maintenance
+		}
+	}
+	if notice == "" {
+		return Decision{Action: ActionRecord, Reason: "every instance is RUNNING"}
+	}
+	for _, i := range slice {
+		if i.NoPrepare {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s; maintenance mode off for %s", notice, i.Name)}
+		}
+	}
+	var targets []string
+	for _, i := range slice {
+		if i.Notified != notice {
+			targets = append(targets, i.Name)
+		}
+	}
+	if len(targets) == 0 {
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s: the notice is delivered to every instance", notice)}
+	}
+	return Decision{Action: ActionPrepare, Reason: fmt.Sprintf("maintenance at %s: ask the workload to checkpoint now", notice), Targets: targets}
+}
+
+// latest is the time of the newest evidence of kind about instance.
+func latest(ev []Evidence, instance string, kind EvidenceKind) time.Time {
+	var t time.Time
+	for _, e := range ev {
+		if e.Instance == instance && e.Kind == kind && e.Time.After(t) {
+			t = e.Time
+		}
+	}
+	return t
+}
+
+// newestSystem is the time of the newest system event about any of the
+// broken instances.
+func newestSystem(ev []Evidence, broken []Instance) time.Time {
+	var t time.Time
+	for _, i := range broken {
+		if l := latest(ev, i.Name, EvidenceSystem); l.After(t) {
+			t = l
+		}
+	}
+	return t
+}
+
+func names(is []Instance) []string {
+	out := make([]string, len(is))
+	for k, i := range is {
+		out[k] = i.Name
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package vmpolicy_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
+)
+
+const (
+	vmA = "projects/acme-ml/zones/us-central1-c/instances/trainer-a"
+	vmB = "projects/acme-ml/zones/us-central1-c/instances/trainer-b"
+	mig = "projects/acme-ml/zones/us-central1-c/instanceGroupManagers/slice-mig"
+)
+
+var t0 = time.Date(2026, 11, 20, 4, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func vm(name, status string, mods ...func(*vmpolicy.Instance)) vmpolicy.Instance {
+	i := vmpolicy.Instance{Name: name, Found: true, ID: 7, Status: status, OptedIn: true, HasSpec: true}
+	if status == vmpolicy.StatusTerminated {
+		i.LastStop = t0
+	}
+	for _, m := range mods {
+		m(&i)
+	}
+	return i
+}
+
+func gone(name string) vmpolicy.Instance {
+	return vmpolicy.Instance{Name: name, OptedIn: true, HasSpec: true}
+}
+
+var (
+	autoRestart = func(i *vmpolicy.Instance) { i.AutomaticRestart = true }
+	inMIG       = func(i *vmpolicy.Instance) { i.MIG = mig }
+	optedOut    = func(i *vmpolicy.Instance) { i.OptedIn = false }
+	noSpec      = func(i *vmpolicy.Instance) { i.HasSpec = false }
+	stoppedAt   = func(d time.Duration) func(*vmpolicy.Instance) {
+		return func(i *vmpolicy.Instance) { i.LastStop = at(d) }
+	}
+)
+
+func sys(name string, d time.Duration) vmpolicy.Evidence {
+	return vmpolicy.Evidence{Instance: name, Kind: vmpolicy.EvidenceSystem, Method: "compute.instances.hostError", Time: at(d)}
+}
+
+func person(name string, d time.Duration) vmpolicy.Evidence {
+	return vmpolicy.Evidence{Instance: name, Kind: vmpolicy.EvidencePerson, Method: "v1.compute.instances.stop", Time: at(d)}
+}
+
+func TestDecide(t *testing.T) {
+	cfg := vmpolicy.DefaultConfig() // restart grace 5m, stuck grace 30m, slack 2m
+	tests := []struct {
+		name    string
+		in      vmpolicy.Input
+		action  vmpolicy.Action
+		targets []string
+	}{
+		{"running instance is recorded", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING")}}, vmpolicy.ActionRecord, nil},
+		{"running after a host error is recorded (it recovered by itself)",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"opted-out instance is recorded, never acted on",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", optedOut)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"provisioning is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"staging is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "STAGING")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"repairing is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "REPAIRING")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"stopping is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "STOPPING")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"pending stop is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PENDING_STOP")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"suspending is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "SUSPENDING")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"deprovisioning is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "DEPROVISIONING")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"pending is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PENDING")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"standalone stuck in progress past the grace is recorded (no call fits)",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "STAGING")}, Since: t0, Now: at(time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"terminated by a host error is started",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionStart, []string{vmA}},
+		{"terminated with automaticRestart is deferred within the restart grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", autoRestart)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"terminated with automaticRestart is started after the restart grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", autoRestart)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(6 * time.Minute)}, vmpolicy.ActionStart, []string{vmA}},
+		{"terminated is started once per incident",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)},
+				Incident: vmpolicy.Incident{Action: vmpolicy.ActionStart, At: at(time.Minute)}, Now: at(2 * time.Minute)}, vmpolicy.ActionRecord, nil},
+		{"a new host error after the last start is a new incident",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", stoppedAt(time.Hour))}, Evidence: []vmpolicy.Evidence{sys(vmA, 0), sys(vmA, time.Hour)},
+				Incident: vmpolicy.Incident{Action: vmpolicy.ActionStart, At: at(time.Minute)}, Now: at(time.Hour + time.Minute)}, vmpolicy.ActionStart, []string{vmA}},
+		{"terminated with no system event (guest shutdown) is held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED")}, Now: at(time.Minute)}, vmpolicy.ActionHeld, nil},
+		{"terminated after its last system event (stopped again since) is held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", stoppedAt(time.Hour))}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(2 * time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"a person's stop is held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED")}, Evidence: []vmpolicy.Evidence{person(vmA, 0)}, Now: at(time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"a person's stop after a host error is held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0), person(vmA, time.Second)}, Now: at(time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"a person's delete is held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{gone(vmA)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0), person(vmA, time.Minute)}, Now: at(time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"suspended is held", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "SUSPENDED")}, Now: at(time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"not found after a preemption is recreated from the saved spec",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{gone(vmA)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionRecreate, []string{vmA}},
+		{"not found is recreated once per incident",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{gone(vmA)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)},
+				Incident: vmpolicy.Incident{Action: vmpolicy.ActionRecreate, At: at(time.Minute)}, Now: at(2 * time.Minute)}, vmpolicy.ActionRecord, nil},
+		{"not found with no system event is recorded",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{gone(vmA)}, Now: at(time.Minute)}, vmpolicy.ActionRecord, nil},
+		{"not found with no saved spec is recorded",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{func() vmpolicy.Instance { i := gone(vmA); noSpec(&i); return i }()}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionRecord, nil},
+		{"MIG instance is recorded while the MIG repairs it",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionRecord, nil},
+		{"MIG instance in progress is deferred within the stuck grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
+		{"MIG instance not running after the stuck grace is recreated by the MIG",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(31 * time.Minute)}, vmpolicy.ActionRecreateInstances, []string{vmA}},
+		{"MIG instance stuck provisioning past the grace is recreated by the MIG",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING", inMIG)}, Since: t0, Now: at(31 * time.Minute)}, vmpolicy.ActionRecreateInstances, []string{vmA}},
+		{"MIG recreateInstances is sent once per incident",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)},
+				Incident: vmpolicy.Incident{Action: vmpolicy.ActionRecreateInstances, At: at(31 * time.Minute)}, Now: at(40 * time.Minute)}, vmpolicy.ActionRecord, nil},
+		{"MIG slice: one VM's failure recreates the whole slice",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG), vm(vmB, "RUNNING", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(31 * time.Minute)},
+			vmpolicy.ActionRecreateInstances, []string{vmA, vmB}},
+		{"MIG instance a person stopped is held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{person(vmA, 0)}, Now: at(time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"standalone slice: both VMs terminated by one host error are started together",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED"), vm(vmB, "TERMINATED")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0), sys(vmB, 0)}, Now: at(time.Minute)},
+			vmpolicy.ActionStart, []string{vmA, vmB}},
+		{"standalone slice with one VM a person stopped is held whole",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED"), vm(vmB, "TERMINATED")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0), person(vmB, time.Minute)}, Now: at(time.Hour)},
+			vmpolicy.ActionHeld, nil},
+		{"standalone slice with one VM unexplained is held whole, never acted on partially",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED"), vm(vmB, "TERMINATED")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Hour)},
+			vmpolicy.ActionHeld, nil},
+		{"no instance observed is recorded", vmpolicy.Input{Now: t0}, vmpolicy.ActionRecord, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := vmpolicy.Decide(tt.in, cfg)
+			if got.Action != tt.action {
+				t.Errorf("action = %s (%s), want %s", got.Action, got.Reason, tt.action)
+			}
+			if diff := cmp.Diff(tt.targets, got.Targets); diff != "" {
+				t.Errorf("targets (-want +got):\n%s", diff)
+			}
+			if got.Reason == "" {
+				t.Error("no reason")
+			}
+			if got.Action.Mutates() != (len(got.Targets) > 0) {
+				t.Errorf("%s with targets %v", got.Action, got.Targets)
+			}
+		})
+	}
+}
+
+func TestDecidePrepare(t *testing.T) {
+	const w = "2026-11-27T04:00:00Z"
+	pending := func(i *vmpolicy.Instance) { i.Maintenance = w }
+	notified := func(i *vmpolicy.Instance) { i.Notified = w }
+	off := func(i *vmpolicy.Instance) { i.NoPrepare = true }
+	tests := []struct {
+		name    string
+		slice   []vmpolicy.Instance
+		action  vmpolicy.Action
+		targets []string
+	}{
+		{"a notice on a running VM is delivered", []vmpolicy.Instance{vm(vmA, "RUNNING", pending)}, vmpolicy.ActionPrepare, []string{vmA}},
+		{"a delivered notice is recorded", []vmpolicy.Instance{vm(vmA, "RUNNING", pending, notified)}, vmpolicy.ActionRecord, nil},
+		{"a slice's notice goes to every VM not holding it", []vmpolicy.Instance{vm(vmA, "RUNNING", pending, notified), vm(vmB, "RUNNING")}, vmpolicy.ActionPrepare, []string{vmB}},
+		{"maintenance mode off records", []vmpolicy.Instance{vm(vmA, "RUNNING", pending, off)}, vmpolicy.ActionRecord, nil},
+		{"a broken VM is recovered first, not prepared", []vmpolicy.Instance{vm(vmA, "STAGING", pending)}, vmpolicy.ActionDefer, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := vmpolicy.Decide(vmpolicy.Input{Slice: tt.slice, Since: t0, Now: at(time.Minute)}, vmpolicy.DefaultConfig())
+			if got.Action != tt.action || !cmp.Equal(got.Targets, tt.targets) {
+				t.Errorf("= %s %v (%s), want %s %v", got.Action, got.Targets, got.Reason, tt.action, tt.targets)
+			}
+		})
+	}
+}
