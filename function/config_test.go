@@ -79,6 +79,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		HoldTTL:           168 * time.Hour,
 		Maintenance:       "prepare",
 		CheckpointTimeout: 30 * time.Minute,
+		MaintenanceMax:    4 * time.Hour,
 		ResumeWatch:       2 * time.Hour,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -112,7 +113,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_MAX_IN_FLIGHT": "6", "AUTOHEAL_MAX_ATTEMPTS": "10", "AUTOHEAL_LEASE": "7m", "AUTOHEAL_EVENT_TTL": "8h", "AUTOHEAL_SWEEP_BUDGET": "9m",
 		"AUTOHEAL_SWEEP_FOLLOW": "30s", "AUTOHEAL_LOOK_AGAIN": "2s", "AUTOHEAL_KICK_TOPIC": "projects/acme-ops/topics/tpu-autoheal",
 		"AUTOHEAL_BREAKER": "12/30m", "AUTOHEAL_HOLD_TTL": "24h", "AUTOHEAL_MAINTENANCE": "early",
-		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h",
+		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h", "AUTOHEAL_MAINTENANCE_MAX": "6h",
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "trainer@acme-ml.iam.gserviceaccount.com,123-compute@developer.gserviceaccount.com",
 		"AUTOHEAL_MAC_KEY":               "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
 	}
@@ -128,7 +129,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		StuckGrace: 2 * time.Minute, Cooldown: 3 * time.Minute, Window: 4 * time.Hour, MaxRecreates: 5, MaxInFlight: 6,
 		MaxAttempts: 10, Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
 		SweepFollow: 30 * time.Second, LookAgain: 2 * time.Second, KickTopic: "projects/acme-ops/topics/tpu-autoheal",
-		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, ResumeWatch: time.Hour,
+		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, MaintenanceMax: 6 * time.Hour, ResumeWatch: time.Hour,
 		NodeServiceAccounts: []string{"trainer@acme-ml.iam.gserviceaccount.com", "123-compute@developer.gserviceaccount.com"},
 		MACKey:              "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
 	}
@@ -287,7 +288,7 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 		"AUTOHEAL_WINDOW", "AUTOHEAL_MAX_RECREATES", "AUTOHEAL_MAX_IN_FLIGHT", "AUTOHEAL_MAX_ATTEMPTS",
 		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_SWEEP_FOLLOW", "AUTOHEAL_LOOK_AGAIN",
 		"AUTOHEAL_KICK_TOPIC", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
-		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_RESUME_WATCH",
+		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_MAINTENANCE_MAX", "AUTOHEAL_RESUME_WATCH",
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

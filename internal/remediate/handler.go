@@ -212,6 +212,9 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 		r.Action, r.Reason = ActionSkip, "ledger unavailable: not decided"
 		return h.finish(ctx, ev, r, &ActError{Step: "history", Node: name, Transient: true, Err: err}, "")
 	}
+	if obs.Maintenance == nil {
+		obs.Maintenance = h.ourMaintenance(ctx, obs.Node) // maintenance_exempt.go
+	}
 	d := Decide(ev, obs, hist, now, cfg)
 	r.Action, r.Reason = d.Action, d.Reason
 	if obs.Node != nil {
@@ -413,6 +416,12 @@ func (h *Handler) newRecord(ev events.Event) Record {
 func (h *Handler) recover(ctx context.Context, ev events.Event, obs *Observed, hist History, d Decision, r *Record) error {
 	name := ev.Node.Name()
 	now := r.Time
+	if d.Action == ActionRecreate && (hist.Recovery == nil || !hist.Recovery.Unfinished()) {
+		// Checked before anything is claimed or deleted (bounds.go).
+		if refused, err := h.refuseOversize(ctx, obs.Node, r); refused {
+			return err
+		}
+	}
 	rec, err := h.Store.Claim(ctx, ClaimRequest{
 		Node: name, Project: ev.Node.Project, Zone: ev.Node.Zone, Holder: h.holder(), Now: now,
 		Action: d.Action, EventID: ev.InsertID, Cause: ev.Cause, Config: h.Config,
@@ -489,6 +498,10 @@ func (h *Handler) save(ctx context.Context, rec Recovery) error {
 	if err := h.Store.Update(ctx, rec); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return &ActError{Step: "ledger", Node: rec.Node, Transient: false, Err: err}
+		}
+		if permanentLedgerError(err) {
+			// The ledger refused the write itself: no retry can mend it.
+			return &ActError{Step: "ledger", Node: rec.Node, Transient: false, Err: fmt.Errorf("save phase %s: %w", rec.Phase, err)}
 		}
 		return &ActError{Step: "ledger", Node: rec.Node, Transient: true, Err: fmt.Errorf("save phase %s: %w", rec.Phase, err)}
 	}

@@ -218,6 +218,12 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 			}
 			project, zone := opts.Projects[pi], opts.Zones[zi]
 			parent := fmt.Sprintf("projects/%s/locations/%s", project, zone)
+			// tokens: the page tokens of this listing so far. A token
+			// that comes again would list the same pages forever (a
+			// nextPageToken pointing back): the zone's listing ends
+			// there, and the cursor never saves it.
+			tokens := pageTokens{}
+			tokens.seen(token)
 			for {
 				if over() {
 					return h.saveCursor(ctx, project+"/"+zone+"/"+token)
@@ -267,6 +273,11 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 					add(h.sweepNode(ctx, page[i].Name, page[i], "", true, hist))
 				})
 				if next == "" {
+					break
+				}
+				if tokens.seen(next) {
+					rec := h.pageLoopRecord(ctx, zone, parent, next, tokens.pages())
+					res.Records = append(res.Records, rec)
 					break
 				}
 				token = next
@@ -399,4 +410,41 @@ func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, 
 	rec, _ := h.process(ctx, ev, obs, r, o)
 	recorded := !(quiet && rec.Action == ActionRecord && rec.Err == "" && o.markID == "")
 	return rec, recorded
+}
+
+// pageTokens remembers the page tokens of one listing: a token that comes
+// again names pages already listed (a nextPageToken pointing back to an
+// earlier page), and following it would never end. The first page's
+// request ("" ) counts as a token too.
+type pageTokens map[string]bool
+
+// seen notes token and reports whether it was already noted.
+func (p pageTokens) seen(token string) bool {
+	if p[token] {
+		return true
+	}
+	p[token] = true
+	return false
+}
+
+// pages is how many pages the listing asked for.
+func (p pageTokens) pages() int { return len(p) }
+
+// pageLoopRecord writes the WARNING record of a listing whose page token
+// came again: the zone's listing ended there (its nodes after the loop, if
+// any, are not looked at by this listing), so a person knows the API
+// misbehaved and which zone was not fully seen.
+func (h *Handler) pageLoopRecord(ctx context.Context, zone, parent, token string, pages int) Record {
+	r := Record{Time: h.now(), Zone: zone, Action: ActionSkip, Severity: SeverityWarning, DryRun: h.Config.DryRun}
+	r.Reason = fmt.Sprintf("list %s: page token %q came again after %d pages: the listing of zone %s ends there (a nextPageToken that points back would loop forever)", parent, shortToken(token), pages, zone)
+	_ = h.Recorder.Record(ctx, r)
+	return r
+}
+
+// shortToken is token cut to a length a record can carry.
+func shortToken(token string) string {
+	if len(token) > 40 {
+		return token[:40] + "…"
+	}
+	return token
 }
