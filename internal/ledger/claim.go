@@ -134,8 +134,8 @@ func update(n nodeLedger, rec remediate.Recovery) (nodeLedger, error) {
 	}
 	u := cloneRecovery(rec)
 	// Identity and claim fields belong to the store.
-	u.Node, u.Project, u.Generation, u.Holder, u.Attempts, u.StartedAt =
-		cur.Node, cur.Project, cur.Generation, cur.Holder, cur.Attempts, cur.StartedAt
+	u.Node, u.Project, u.Generation, u.Holder, u.Attempts, u.StartedAt, u.Paused =
+		cur.Node, cur.Project, cur.Generation, cur.Holder, cur.Attempts, cur.StartedAt, cur.Paused
 	if u.UpdatedAt.Before(cur.UpdatedAt) {
 		u.UpdatedAt = cur.UpdatedAt
 	}

@@ -119,6 +119,7 @@ type recoveryDoc struct {
 	Recreates      []time.Time `firestore:"recreates"`
 	NextLookAt     time.Time   `firestore:"nextLookAt"`
 	Failures       int         `firestore:"failures"`
+	PausedMillis   int64       `firestore:"pausedMillis"` // Recovery.Paused
 }
 
 func (d recoveryDoc) fields() map[string]any {
@@ -129,7 +130,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp,
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
 		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "unfinished": d.Unfinished, "counted": d.Counted,
-		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
+		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures, "pausedMillis": d.PausedMillis,
 	}
 }
 
@@ -147,7 +148,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, Attempts: r.Attempts, EventID: r.EventID,
 		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
-		NextLookAt: r.NextLookAt, Failures: r.Failures,
+		NextLookAt: r.NextLookAt, Failures: r.Failures, PausedMillis: r.Paused.Milliseconds(),
 	}, nil
 }
 
@@ -162,6 +163,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
 		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures,
+		Paused: time.Duration(d.PausedMillis) * time.Millisecond,
 	}, nil
 }
 

@@ -217,6 +217,10 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 	}
 	d := Decide(ev, obs, hist, now, cfg)
 	r.Action, r.Reason = d.Action, d.Reason
+	if hist.Pause != nil && DeletedWhilePaused(hist.Recovery) && d.Action == ActionSkip {
+		// A person should see this one: the node is down until resume.
+		r.Severity, r.Reason = SeverityWarning, pausedDeletedReason(*hist.Recovery, *hist.Pause, now)+"; "+r.Reason
+	}
 	if obs.Node != nil {
 		// Every record that saw the node says its size, so a report counts
 		// chip-hours of self-recoveries too.

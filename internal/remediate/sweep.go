@@ -3,6 +3,7 @@ package remediate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -87,10 +88,14 @@ func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 		seen[name] = true
 		return true
 	}
+	warned := map[string]bool{} // nodes with a WARNING record this sweep
 	add := func(r Record, recorded bool) {
 		if recorded {
 			mu.Lock()
 			res.Records = append(res.Records, r)
+			if r.Severity == SeverityWarning && r.Err == "" {
+				warned[r.Node] = true
+			}
 			mu.Unlock()
 		}
 	}
@@ -114,6 +119,14 @@ func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 		}
 	}
 	h.parallel(ctx, len(dueDefs), func(i int) { add(h.sweepNode(ctx, dueDefs[i].Node, nil, "", false, nil)) })
+	// Every paused node our recovery left deleted gets its WARNING record
+	// each sweep, also when its recovery was not due for a look.
+	mu.Lock()
+	already := maps.Clone(warned)
+	mu.Unlock()
+	if err := h.warnPausedDeleted(ctx, already, add); err != nil {
+		return res, fmt.Errorf("sweep: %w", err)
+	}
 
 	// (2) Every opted-in node, from the cursor, a page at a time.
 	if err := h.sweepListed(ctx, opts, over, claim, add, &res); err != nil {
@@ -447,4 +460,34 @@ func shortToken(token string) string {
 		return token[:40] + "…"
 	}
 	return token
+}
+
+// warnPausedDeleted writes a WARNING record for every unfinished recovery
+// that deleted its node and is held back by a pause, unless warned already
+// has one for it: the node is down until `autoheal resume`, and a person
+// must not forget it.
+func (h *Handler) warnPausedDeleted(ctx context.Context, warned map[string]bool, add func(Record, bool)) error {
+	recs, err := h.Store.Unfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("list unfinished recoveries: %w", err)
+	}
+	for _, rec := range recs {
+		if warned[rec.Node] || !DeletedWhilePaused(&rec) {
+			continue
+		}
+		now := h.now()
+		hist, err := h.Store.History(ctx, rec.Node, rec.Project, "", now, h.Config.Window)
+		if err != nil {
+			return fmt.Errorf("history of %s: %w", rec.Node, err)
+		}
+		if hist.Pause == nil {
+			continue
+		}
+		r := Record{Time: now, Node: rec.Node, Zone: zoneOf(rec.Node), Cause: rec.Cause, Action: ActionSkip, Severity: SeverityWarning,
+			Phase: rec.Phase, Generation: rec.Generation, DryRun: h.Config.DryRun}
+		r.Reason = pausedDeletedReason(rec, *hist.Pause, now) + "; " + hist.Pause.Why()
+		_ = h.Recorder.Record(ctx, r)
+		add(r, true)
+	}
+	return nil
 }

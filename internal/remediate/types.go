@@ -269,6 +269,11 @@ type Recovery struct {
 	// Failures weighs the failures of this incident (permanent 4, transient
 	// 1, stockouts 0); at 4×MaxAttempts the recovery is abandoned.
 	Failures int
+	// Paused is how long the recovery was held back by pauses (`autoheal
+	// pause` … `resume`): it does not count toward MaxRecoveryAge
+	// (RecoveryAge). The store adds to it when a pause covering the node is
+	// lifted; an Update never changes it.
+	Paused time.Duration
 }
 
 // Unfinished reports whether the recovery still has steps to run.
