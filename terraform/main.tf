@@ -592,6 +592,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_KICK_TOPIC                = google_pubsub_topic.events.id
       AUTOHEAL_MAINTENANCE               = var.maintenance
       AUTOHEAL_CHECKPOINT_TIMEOUT        = var.checkpoint_timeout
+      AUTOHEAL_MAINTENANCE_MAX           = var.maintenance_max
       AUTOHEAL_RESUME_WATCH              = var.resume_watch
       AUTOHEAL_NODE_SERVICE_ACCOUNTS     = join(",", var.tpu_service_accounts)
       AUTOHEAL_MAC_KEY                   = google_kms_crypto_key_version.ledger_mac.name
