@@ -349,6 +349,9 @@ func TestPushBurstRecreatesBrokenPodOnce(t *testing.T) {
 		"AUTOHEAL_PROJECTS=" + project,
 		"AUTOHEAL_TPU_ENDPOINT=" + tpuSrv.URL(),
 		"AUTOHEAL_RECORD_TO=stdout",
+		// The schedule is compressed into seconds here: the sweep gate's
+		// minimum interval (30s) would turn most of its sweeps away.
+		"AUTOHEAL_SWEEP_MIN_INTERVAL=0s",
 		"AUTOHEAL_STARTUP_SCRIPT=" + script,
 		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=e2e-%d", time.Now().UnixNano()%1e9),
 	})

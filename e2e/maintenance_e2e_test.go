@@ -106,6 +106,9 @@ func TestUpcomingMaintenanceIsPreparedThenMaintainedOnce(t *testing.T) {
 		"AUTOHEAL_ZONES=" + zone,
 		"AUTOHEAL_TPU_ENDPOINT=" + tpuSrv.URL(),
 		"AUTOHEAL_RECORD_TO=stdout",
+		// The schedule is compressed into seconds here: the sweep gate's
+		// minimum interval (30s) would turn most of its sweeps away.
+		"AUTOHEAL_SWEEP_MIN_INTERVAL=0s",
 		"AUTOHEAL_MAINTENANCE=prepare", // the node's label says early
 		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=e2e-maint-%d", time.Now().UnixNano()%1e9),
 	})

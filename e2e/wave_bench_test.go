@@ -111,6 +111,7 @@ func wave(b *testing.B, bin string, n int, phase time.Duration) {
 	addr, out := serve(b, bin, []string{
 		"AUTOHEAL_PROJECT=" + project, "AUTOHEAL_PROJECTS=" + project, "AUTOHEAL_ZONES=" + zone,
 		"AUTOHEAL_TPU_ENDPOINT=" + srv.URL(), "AUTOHEAL_RECORD_TO=stdout", "AUTOHEAL_STARTUP_SCRIPT=" + script,
+		"AUTOHEAL_SWEEP_MIN_INTERVAL=0s", // sweeps every few seconds here, not every minute
 		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=wave-%d", time.Now().UnixNano()%1e9),
 		"AUTOHEAL_KICK_TOPIC=" + tp,
 	})

@@ -1,11 +1,14 @@
-// Regression tests for recovery under uncertainty (issue 18), those of its
-// loop bounds and of maintenance: a repeating page token, a zone hint over
-// it, a spec over the ledger's document limit, a node in the maintenance
-// tpu-autoheal started, a replacement node's notice. They run in the world
-// of uncertainty_world_test.go.
+// Regression tests of issue 18's loop bounds, over-size spec and
+// maintenance: a repeating page token, a zone hint over it, a spec over the
+// ledger's document limit, a node in the maintenance tpu-autoheal started,
+// a replacement node's notice. The world they run in (newWorld, the
+// records, requireNotLost) is in evidence_uncertainty_test.go.
+//
+//	go test ./function -run Uncertain
 package function_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,6 +21,40 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
+
+const uZone2 = "us-east5-a"
+
+// deliverAsPubSub delivers data as a push subscription does: a delivery
+// not acknowledged is redelivered a minute later, up to max deliveries (the
+// dead-letter policy's). It returns how many deliveries it took and the last
+// answer.
+func (w *uworld) deliverAsPubSub(data []byte, max int) (deliveries, code int) {
+	for deliveries = 1; ; deliveries++ {
+		if code = w.deliver(data); code < 300 || deliveries == max {
+			return deliveries, code
+		}
+		w.clock.add(time.Minute)
+	}
+}
+
+// deliverWithin hands data to the function under a deadline of d (wall
+// clock): how long the instance has for the request.
+func (w *uworld) deliverWithin(data []byte, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return w.fn.HandleMessage(ctx, push(data))
+}
+
+// errorRecords is how many of node's records are ERROR.
+func (w *uworld) errorRecords(node string) int {
+	n := 0
+	for _, r := range w.recordsOf(node) {
+		if r.Severity == "ERROR" {
+			n++
+		}
+	}
+	return n
+}
 
 // --- Every loop bounded ---
 

@@ -104,6 +104,16 @@ type Config struct {
 	// waited for after an incident.
 	ResumeWatch time.Duration `split_words:"true" default:"2h"`
 
+	// Actor is the identity the function acts as (Terraform sets the
+	// function's service account): an admin-activity entry by it is the
+	// function's own, any other principal's a person's (the evidence rule,
+	// docs/recovery.md). Empty: only entries whose operation a recovery
+	// saved are known to be its own.
+	Actor string `split_words:"true"`
+	// EvidenceWait is how long a recovery waits for a person's audit entry
+	// after a delete whose outcome it could not see, before it creates.
+	EvidenceWait time.Duration `split_words:"true" default:"90s"`
+
 	// NodeServiceAccounts are the service accounts a recreated node may run
 	// as: Terraform's tpu_service_accounts, on each of which the function's
 	// account has iam.serviceAccounts.actAs. A saved spec naming any other
@@ -117,4 +127,17 @@ type Config struct {
 	// version new seals use. Empty: no KMS key (tests and local runs seal
 	// with a local key).
 	MACKey string `split_words:"true"`
+	// SweepMinInterval: a sweep message started less than this after the
+	// start of the last completed sweep (or of a sweep still running) is
+	// acknowledged and counted, never acted on, unless it is a redelivery
+	// of a sweep message that never completed (control.go); 0 = every
+	// sweep message is acted on.
+	SweepMinInterval time.Duration `split_words:"true" default:"30s"`
+	// TrustUnsealedSpecs accepts a saved spec with no seal at all (one a
+	// version before seals saved) at its next check, and seals it then.
+	// Off (the default), such a recovery is abandoned like a tampered one,
+	// with an ERROR record: set it only for the upgrade, when `autoheal
+	// status` shows unfinished recoveries saved before it, and unset it
+	// after (docs/security.md).
+	TrustUnsealedSpecs bool `split_words:"true" default:"false"`
 }

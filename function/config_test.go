@@ -74,6 +74,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		EventTTL:          168 * time.Hour,
 		SweepBudget:       4 * time.Minute,
 		SweepFollow:       50 * time.Second,
+		SweepMinInterval:  30 * time.Second,
 		LookAgain:         5 * time.Second,
 		Breaker:           "48/1h",
 		HoldTTL:           168 * time.Hour,
@@ -81,6 +82,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		CheckpointTimeout: 30 * time.Minute,
 		MaintenanceMax:    4 * time.Hour,
 		ResumeWatch:       2 * time.Hour,
+		EvidenceWait:      90 * time.Second,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -114,8 +116,10 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_SWEEP_FOLLOW": "30s", "AUTOHEAL_LOOK_AGAIN": "2s", "AUTOHEAL_KICK_TOPIC": "projects/acme-ops/topics/tpu-autoheal",
 		"AUTOHEAL_BREAKER": "12/30m", "AUTOHEAL_HOLD_TTL": "24h", "AUTOHEAL_MAINTENANCE": "early",
 		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h", "AUTOHEAL_MAINTENANCE_MAX": "6h",
+		"AUTOHEAL_ACTOR": "tpu-autoheal@acme-ops.iam.gserviceaccount.com", "AUTOHEAL_EVIDENCE_WAIT": "2m",
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "trainer@acme-ml.iam.gserviceaccount.com,123-compute@developer.gserviceaccount.com",
 		"AUTOHEAL_MAC_KEY":               "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
+		"AUTOHEAL_SWEEP_MIN_INTERVAL":    "45s", "AUTOHEAL_TRUST_UNSEALED_SPECS": "true",
 	}
 	got, err := load(t, env)
 	if err != nil {
@@ -130,15 +134,18 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		MaxAttempts: 10, Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
 		SweepFollow: 30 * time.Second, LookAgain: 2 * time.Second, KickTopic: "projects/acme-ops/topics/tpu-autoheal",
 		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, MaintenanceMax: 6 * time.Hour, ResumeWatch: time.Hour,
+		Actor: "tpu-autoheal@acme-ops.iam.gserviceaccount.com", EvidenceWait: 2 * time.Minute,
 		NodeServiceAccounts: []string{"trainer@acme-ml.iam.gserviceaccount.com", "123-compute@developer.gserviceaccount.com"},
 		MACKey:              "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
+		SweepMinInterval:    45 * time.Second, TrustUnsealedSpecs: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 	rc := got.RemediateConfig()
-	if rc.LabelKey != "heal" || rc.LabelValue != "yes" || !rc.DryRun || rc.MaxInFlight != 6 {
-		t.Errorf("RemediateConfig = %+v, want label heal=yes, dry run, in-flight cap 6", rc)
+	if rc.LabelKey != "heal" || rc.LabelValue != "yes" || !rc.DryRun || rc.MaxInFlight != 6 ||
+		rc.Actor != "tpu-autoheal@acme-ops.iam.gserviceaccount.com" || rc.EvidenceWait != 2*time.Minute {
+		t.Errorf("RemediateConfig = %+v, want label heal=yes, dry run, in-flight cap 6, the actor and evidence wait", rc)
 	}
 }
 
@@ -289,7 +296,8 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_SWEEP_FOLLOW", "AUTOHEAL_LOOK_AGAIN",
 		"AUTOHEAL_KICK_TOPIC", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
 		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_MAINTENANCE_MAX", "AUTOHEAL_RESUME_WATCH",
-		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY",
+		"AUTOHEAL_ACTOR", "AUTOHEAL_EVIDENCE_WAIT",
+		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY", "AUTOHEAL_SWEEP_MIN_INTERVAL", "AUTOHEAL_TRUST_UNSEALED_SPECS",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("variables (-want +got):\n%s", diff)

@@ -53,24 +53,28 @@ type Function struct {
 	handler *remediate.Handler
 	now     func() time.Time
 	closers []func() error
+	control ControlStore  // control.go: the sweep gate and the kicks' nonces; nil = none
+	ignored controlCounts // control.go
 }
 
 type deps struct {
-	store      remediate.Store
-	tpu        remediate.TPU
-	recorder   remediate.Recorder
-	now        func() time.Time
-	stdout     io.Writer
-	clockSet   bool // WithClock: a test's clock (sweeps then do not follow)
-	diag       io.Writer
-	storage    []option.ClientOption
-	logging    []option.ClientOption
-	loggerOpts []logging.LoggerOption
-	maint      remediate.MaintenanceTPU // maintenance.go
-	notices    remediate.NoticeStore    // maintenance.go
-	incidents  remediate.IncidentStore  // resume.go
-	kicker     Kicker                   // kick.go
-	pubsub     []option.ClientOption    // kick.go
+	store       remediate.Store
+	tpu         remediate.TPU
+	recorder    remediate.Recorder
+	now         func() time.Time
+	stdout      io.Writer
+	clockSet    bool // WithClock: a test's clock (sweeps then do not follow)
+	diag        io.Writer
+	storage     []option.ClientOption
+	logging     []option.ClientOption
+	loggerOpts  []logging.LoggerOption
+	maint       remediate.MaintenanceTPU // maintenance.go
+	notices     remediate.NoticeStore    // maintenance.go
+	incidents   remediate.IncidentStore  // resume.go
+	kicker      Kicker                   // kick.go
+	pubsub      []option.ClientOption    // kick.go
+	trust       trustDeps                // trust.go
+	callTimeout time.Duration            // WithCallTimeout
 }
 
 // Option replaces a dependency New would otherwise build (tests, `autoheal
@@ -94,6 +98,10 @@ func WithClock(now func() time.Time) Option {
 // WithDiagnostics sets where the function's diagnostic lines go (default
 // stderr).
 func WithDiagnostics(w io.Writer) Option { return func(d *deps) { d.diag = w } }
+
+// WithCallTimeout bounds each TPU call (default remediate.DefaultCallTimeout,
+// 30 s): a test of a call that hangs past its deadline need not wait 30 s.
+func WithCallTimeout(d time.Duration) Option { return func(x *deps) { x.callTimeout = d } }
 
 // WithStdout sets where stdout records go (default os.Stdout).
 func WithStdout(w io.Writer) Option { return func(d *deps) { d.stdout = w } }
@@ -202,11 +210,17 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		Recorder: d.recorder,
 		Config:   rc,
 		Now:      d.now,
+		// d.callTimeout: a test's bound on each TPU call (WithCallTimeout);
+		// 0 = remediate.DefaultCallTimeout.
+		CallTimeout: d.callTimeout,
 	}
 	if f.handler.Maintenance, err = newMaintainer(ctx, cfg, &d, rc); err != nil { // maintenance.go
 		return fail(err)
 	}
-	wireResume(f.handler, &d, rc, f.diag) // resume.go
+	wireResume(f.handler, &d, rc, f.diag)             // resume.go
+	if err := f.wireTrust(ctx, cfg, &d); err != nil { // trust.go
+		return fail(err)
+	}
 	// kick.go: follow kicks, when a follow run has a window to follow in.
 	if cfg.SweepFollow > 0 {
 		switch {
@@ -328,11 +342,21 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		return nil
 	}
 	if events.IsFollow(payload) {
-		// A follow kick (kick.go): always acknowledged.
-		f.handleFollow(ctx)
+		// A follow kick (kick.go): always acknowledged; acted on only with
+		// a nonce we issued (control.go).
+		if f.followAdmitted(ctx, payload) {
+			f.handleFollow(ctx)
+		}
 		return nil
 	}
 	if events.IsSweep(payload) {
+		id, act, err := f.beginSweep(ctx, data) // control.go
+		if err != nil {
+			return fmt.Errorf("sweep gate: %w", err)
+		}
+		if !act {
+			return nil
+		}
 		res, err := f.handler.Sweep(ctx, remediate.SweepOptions{
 			Projects: f.cfg.Projects, Zones: f.cfg.Zones, Budget: f.cfg.SweepBudget,
 			Follow: f.follow,
@@ -342,6 +366,7 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 			f.diag.Error("sweep failed", "event", SweepEvent, "records", len(res.Records), "error", err.Error())
 			return fmt.Errorf("sweep (%d records before the failure): %w", len(res.Records), err)
 		}
+		f.endSweep(ctx, id)
 		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
 			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
 		f.chain(ctx, res.Chain) // kick.go
@@ -361,9 +386,12 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 		return f.recordStale(ctx, ev)
 	}
 	if ev.Kind == events.KindAdminActivity {
-		// Who created or deleted a node: evidence, recorded and
-		// acknowledged, never acted on by itself.
-		f.handler.Skip(ctx, ev, events.EvidenceNote(ev))
+		// Who created or deleted a node: evidence, kept for the node's
+		// unfinished recovery, recorded and acknowledged, never acted on
+		// by itself. Only a ledger failure is retried.
+		if _, err := f.handler.Evidence(ctx, ev); err != nil {
+			return fmt.Errorf("evidence %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
+		}
 		return nil
 	}
 	if ev.Kind == events.KindZoneHint {

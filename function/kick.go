@@ -22,11 +22,11 @@ const KickEvent = "follow-kick"
 // sweep follows anyway), so a slow Pub/Sub must not hold the delivery.
 const kickTimeout = 10 * time.Second
 
-// Kicker publishes a follow kick (events.FollowMessage) to the events
-// topic, so that the push subscription delivers it to a function instance,
+// Kicker publishes a follow kick (events.FollowKick(nonce), the nonce kept
+// in the ledger first: control.go) to the events topic, so that the push subscription delivers it to a function instance,
 // which then follows the unfinished recoveries (remediate.Handler.Follow).
 type Kicker interface {
-	Kick(ctx context.Context) error
+	Kick(ctx context.Context, nonce string) error
 }
 
 // WithKicker uses k for follow kicks instead of the Pub/Sub publisher that
@@ -77,13 +77,13 @@ func (k *pubsubKicker) publisher(ctx context.Context) (*pubsub.Publisher, error)
 }
 
 // Kick implements Kicker.
-func (k *pubsubKicker) Kick(ctx context.Context) error {
+func (k *pubsubKicker) Kick(ctx context.Context, nonce string) error {
 	pub, err := k.publisher(ctx)
 	if err != nil {
 		return err
 	}
 	// rest: pubsub.projects.topics.publish
-	if _, err := pub.Publish(ctx, &pubsub.Message{Data: []byte(events.FollowMessage)}).Get(ctx); err != nil {
+	if _, err := pub.Publish(ctx, &pubsub.Message{Data: []byte(events.FollowKick(nonce))}).Get(ctx); err != nil {
 		return fmt.Errorf("publish to %s: %w", k.topic, err)
 	}
 	return nil
@@ -110,7 +110,11 @@ func (f *Function) kick(ctx context.Context, why string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kickTimeout)
 	defer cancel()
-	if err := f.kicker.Kick(ctx); err != nil {
+	nonce, err := f.issueNonce(ctx) // control.go
+	if err == nil {
+		err = f.kicker.Kick(ctx, nonce)
+	}
+	if err != nil {
 		f.diag.Warn("follow kick not published; the next sweep follows instead", "event", KickEvent, "why", why, "error", err.Error())
 		f.handler.KickFailed(ctx) // the next delivery may kick again at once
 		return

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -30,21 +29,30 @@ import (
 
 // fakeKicker counts the follow kicks the function publishes.
 type fakeKicker struct {
-	mu   sync.Mutex
-	n    int
-	fail error
+	mu     sync.Mutex
+	n      int
+	nonces []string
+	fail   error
 }
 
 var _ function.Kicker = (*fakeKicker)(nil)
 
-func (k *fakeKicker) Kick(context.Context) error {
+func (k *fakeKicker) Kick(_ context.Context, nonce string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.fail != nil {
 		return k.fail
 	}
 	k.n++
+	k.nonces = append(k.nonces, nonce)
 	return nil
+}
+
+// last is the follow message of the last kick published.
+func (k *fakeKicker) last() []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return []byte(events.FollowKick(k.nonces[len(k.nonces)-1]))
 }
 
 func (k *fakeKicker) count() int {
@@ -172,16 +180,31 @@ func TestFailedKickIsLoggedAndTheDeliverySucceeds(t *testing.T) {
 func TestFollowMessageIsAlwaysAcknowledged(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		store    remediate.Store
+		mem      *ledger.Memory
+		failing  bool
+		noNonce  bool
 		wantDiag string
 	}{
-		{"the ledger fails", failingLedger{ledger.NewMemory()}, "follow failed"},
-		{"nothing to follow", ledger.NewMemory(), ""},
+		{"the ledger fails", ledger.NewMemory(), true, false, "follow failed"},
+		{"nothing to follow", ledger.NewMemory(), false, false, ""},
+		{"no nonce: not acted on", ledger.NewMemory(), false, true, "follow message acknowledged, not acted on: it carries no nonce"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fn, _, recs, diag := kickFunction(t, &fakeKicker{}, tc.store, nil, map[string]string{"AUTOHEAL_SWEEP_FOLLOW": "2s"})
+			var store remediate.Store = tc.mem
+			if tc.failing {
+				store = failingLedger{tc.mem}
+			}
+			fn, _, recs, diag := kickFunction(t, &fakeKicker{}, store, nil, map[string]string{"AUTOHEAL_SWEEP_FOLLOW": "2s"})
+			msg := events.FollowMessage
+			if !tc.noNonce {
+				n := ledger.NewNonce()
+				if err := tc.mem.IssueNonce(context.Background(), n, time.Now().Add(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+				msg = events.FollowKick(n)
+			}
 			w := httptest.NewRecorder()
-			fn.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(pushBody([]byte(events.FollowMessage)))))
+			fn.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(pushBody([]byte(msg)))))
 			if w.Code/100 != 2 {
 				t.Errorf("follow message answered %d %s, want 2xx", w.Code, w.Body.String())
 			}
@@ -211,7 +234,7 @@ func TestFollowMessageFinishesTheRecoveryTheDeliveryStarted(t *testing.T) {
 	if k.count() != 1 {
 		t.Fatalf("kicks after the delivery = %d, want 1", k.count())
 	}
-	if err := fn.HandleMessage(context.Background(), pushBody([]byte(events.FollowMessage))); err != nil {
+	if err := fn.HandleMessage(context.Background(), pushBody(k.last())); err != nil {
 		t.Fatal(err)
 	}
 	var state string
@@ -304,8 +327,37 @@ func TestKickTopicReceivesTheFollowMessage(t *testing.T) {
 	if err := fn.HandleMessage(ctx, pushBody(readTestdata(t, "terminate-maintenance.json"))); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{topic + " " + events.FollowMessage}
-	if diff := cmp.Diff(want, pubSrv.published()); diff != "" {
-		t.Errorf("messages on the topic (-want +got):\n%s\ndiagnostics:\n%s\nrecords: %+v", diff, diag.String(), recs.records())
+	got := pubSrv.published()
+	if len(got) != 1 || !strings.HasPrefix(got[0], topic+" ") {
+		t.Fatalf("messages on the topic: %q, want one on %s\ndiagnostics:\n%s\nrecords: %+v", got, topic, diag.String(), recs.records())
+	}
+	payload := []byte(strings.TrimPrefix(got[0], topic+" "))
+	if n := events.FollowNonce(payload); !events.IsFollow(payload) || len(n) != 32 {
+		t.Errorf("published %s; want the follow message with a 32-digit nonce", payload)
+	}
+}
+
+// Killed mutation: a failed kick publish leaving its pending mark. The
+// mark keeps every other delivery from kicking for KickPending; after a
+// publish that failed nothing is pending, so the next delivery that leaves
+// a recovery waiting must be free to kick at once.
+func TestFailedKickClearsThePendingMark(t *testing.T) {
+	at := func() time.Time { return eventTime.Add(time.Minute) }
+	store := ledger.NewMemory()
+	k := &fakeKicker{fail: errors.New("pubsub: unavailable")}
+	fn, _, _, diag := kickFunction(t, k, store, at, nil)
+	if err := fn.HandleMessage(context.Background(), pushBody(readTestdata(t, "terminate-maintenance.json"))); err != nil {
+		t.Fatalf("HandleMessage: %v", err)
+	}
+	if !strings.Contains(diag.String(), "follow kick not published") {
+		t.Fatalf("the kick did not fail: the case tests nothing\n%s", diag.String())
+	}
+	// Within KickPending of the failed kick, the next kick is claimable.
+	ok, err := store.ClaimKick(context.Background(), at(), remediate.KickPending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Error("after a failed kick, ClaimKick = false: its pending mark was left, so no delivery kicks for KickPending")
 	}
 }

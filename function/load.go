@@ -145,6 +145,9 @@ func (c Config) Validate() error {
 			bad("NODE_SERVICE_ACCOUNTS", strings.Join(c.NodeServiceAccounts, ","), fmt.Sprintf("%q is not a service account email (NAME@PROJECT.iam.gserviceaccount.com)", sa))
 		}
 	}
+	if c.SweepMinInterval < 0 {
+		bad("SWEEP_MIN_INTERVAL", c.SweepMinInterval.String(), "want a duration of 0 (off) or more")
+	}
 	if c.MACKey != "" && !macKeyRE.MatchString(c.MACKey) {
 		bad("MAC_KEY", c.MACKey, "want a Cloud KMS key version, projects/P/locations/L/keyRings/R/cryptoKeys/K/cryptoKeyVersions/N, or empty")
 	}
@@ -214,6 +217,8 @@ func (c Config) RemediateConfig() remediate.Config {
 		CheckpointTimeout: c.CheckpointTimeout,
 		ResumeWatch:       c.ResumeWatch,
 		MaintenanceMax:    c.MaintenanceMax,
+		Actor:             c.Actor,
+		EvidenceWait:      c.EvidenceWait,
 	}
 }
 

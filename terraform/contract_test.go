@@ -206,6 +206,8 @@ var specialEnvSources = map[string]string{
 	"NODE_SERVICE_ACCOUNTS": "var.tpu_service_accounts",
 	// The module's own MAC key version.
 	"MAC_KEY": "google_kms_crypto_key_version.ledger_mac.name",
+	// The identity the function acts as: its own service account.
+	"ACTOR": "google_service_account.function.email",
 }
 
 func containsTraversal(expr hclsyntax.Expression, want string) bool {
@@ -255,6 +257,9 @@ func TestDefaultEnvironmentLoads(t *testing.T) {
 	// The provider's id of a topic is projects/P/topics/NAME.
 	ctx.Variables["google_pubsub_topic"] = cty.ObjectVal(map[string]cty.Value{
 		"events": cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("projects/my-project/topics/tpu-autoheal")}),
+	})
+	ctx.Variables["google_service_account"] = cty.ObjectVal(map[string]cty.Value{
+		"function": cty.ObjectVal(map[string]cty.Value{"email": cty.StringVal("tpu-autoheal@my-project.iam.gserviceaccount.com")}),
 	})
 	ctx.Variables["google_kms_crypto_key_version"] = cty.ObjectVal(map[string]cty.Value{
 		"ledger_mac": cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal("projects/my-project/locations/us-central1/keyRings/tpu-autoheal/cryptoKeys/tpu-autoheal-ledger-mac/cryptoKeyVersions/1")}),

@@ -594,8 +594,12 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_CHECKPOINT_TIMEOUT        = var.checkpoint_timeout
       AUTOHEAL_MAINTENANCE_MAX           = var.maintenance_max
       AUTOHEAL_RESUME_WATCH              = var.resume_watch
+      AUTOHEAL_ACTOR                     = google_service_account.function.email
+      AUTOHEAL_EVIDENCE_WAIT             = var.evidence_wait
       AUTOHEAL_NODE_SERVICE_ACCOUNTS     = join(",", var.tpu_service_accounts)
       AUTOHEAL_MAC_KEY                   = google_kms_crypto_key_version.ledger_mac.name
+      AUTOHEAL_TRUST_UNSEALED_SPECS      = tostring(var.trust_unsealed_specs)
+      AUTOHEAL_SWEEP_MIN_INTERVAL        = var.sweep_min_interval
     }
   }
 

@@ -586,6 +586,34 @@ variable "resume_watch" {
   }
 }
 
+variable "evidence_wait" {
+  type        = string
+  description = "After a delete whose outcome a recovery could not see, how long it waits for a person's audit entry before it creates (AUTOHEAL_EVIDENCE_WAIT), a Go duration."
+  default     = "90s"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.evidence_wait))
+    error_message = "evidence_wait must be a Go duration such as 90s."
+  }
+}
+
+variable "sweep_min_interval" {
+  type        = string
+  description = "A sweep message started less than this after the start of the last completed sweep (or of one still running) is acknowledged and counted, never acted on, unless it is a redelivery of one that never completed (AUTOHEAL_SWEEP_MIN_INTERVAL), a Go duration; 0s = off. Bounds what a flood of sweep messages from anyone who may publish to the topic costs in TPU API quota."
+  default     = "30s"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.sweep_min_interval))
+    error_message = "sweep_min_interval must be a Go duration such as 30s (0s turns the gate off)."
+  }
+}
+
+variable "trust_unsealed_specs" {
+  type        = bool
+  description = "Accept a saved spec with no seal (one saved by a version before seals) at its next check, and seal it then (AUTOHEAL_TRUST_UNSEALED_SPECS). Off: such a recovery is abandoned with an ERROR record, as a tampered one. Set it only for the upgrade's apply when unfinished recoveries predate it, then unset it (docs/security.md)."
+  default     = false
+}
+
 variable "look_again" {
   type        = string
   description = "How long after starting a TPU operation a recovery looks at it again (AUTOHEAL_LOOK_AGAIN), a Go duration. Each look is one operation poll and one ledger write, only while a recovery is in progress."

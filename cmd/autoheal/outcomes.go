@@ -133,3 +133,24 @@ func countRecoveries(os []outcome) recoveryCounts {
 	}
 	return c
 }
+
+// started reports whether the run started (or resumed) a recovery of node.
+func (o *outcomeRecorder) started(node string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.byNode[node]
+	return ok
+}
+
+// resume tracks a recovery an earlier run left unfinished in the ledger,
+// which this run goes on with: its outcome is this run's to report.
+func (o *outcomeRecorder) resume(r remediate.Recovery) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if t := o.byNode[r.Node]; t != nil && !t.ended {
+		return
+	}
+	t := &tracked{o: outcome{Node: r.Node, Action: string(r.Action), Phase: string(r.Phase), Generation: r.Generation}}
+	o.list = append(o.list, t)
+	o.byNode[r.Node] = t
+}

@@ -7,8 +7,45 @@ import (
 	"io"
 	"strings"
 
+	tpu "google.golang.org/api/tpu/v2"
+
 	"github.com/tpu-autoheal/autoheal/internal/preflight"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 )
+
+// maxPreflightPages bounds the pages listed per project × zone.
+const maxPreflightPages = 100
+
+// optedInNodes lists the nodes of every project × zone that carry the
+// opt-in label key=value.
+func optedInNodes(tc remediate.TPU, projects, zones []string, key, value string) preflight.NodeLister {
+	return func(ctx context.Context) ([]*tpu.Node, error) {
+		var out []*tpu.Node
+		for _, p := range projects {
+			for _, z := range zones {
+				parent := "projects/" + p + "/locations/" + z
+				token := ""
+				for page := 0; page < maxPreflightPages; page++ {
+					nodes, next, err := tc.ListNodes(ctx, parent, token)
+					if err != nil {
+						return nil, fmt.Errorf("list the nodes of %s: %w", parent, err)
+					}
+					for _, n := range nodes {
+						if n.Labels[key] == value {
+							out = append(out, n)
+						}
+					}
+					if next == "" {
+						break
+					}
+					token = next
+				}
+			}
+		}
+		return out, nil
+	}
+}
 
 const preflightHelp = `Usage: autoheal preflight --project HOST --topic TOPIC --service-account EMAIL --database DB [--operators MEMBERS] [--format text|json]
 
@@ -38,6 +75,13 @@ pubsub.topics.getIamPolicy, iam.serviceAccounts.getIamPolicy, and
 iam.roles.get for custom roles; folder and organization policies are read
 when you may.
 
+With --node-projects, --zones and --node-service-accounts it also lists the
+opted-in nodes (TPU API nodes.list) whose service account the function would
+skip them for before a delete: not in --node-service-accounts, or no binding
+of the function's account with iam.serviceAccounts.actAs on it (read from
+the account's and its project's policies). They are listed, not counted in
+the exit status.
+
 Exit status: 0 no unexpected principal; 5 some unexpected principal (listed);
 2 bad flags, no credentials, a permission missing or a resource not found;
 1 an API failed (run it again).
@@ -60,6 +104,12 @@ func runPreflight(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Var(&operators, "operators", "IAM `members` expected to write the ledger (pause, resume), comma-separated or repeated: group:ops@example.com")
 	format := fs.String("format", "text", "output `format`: text or json")
 	endpoint := fs.String("endpoint", "", "send every API call to this `URL` instead of Google's (a test server; plain http gets no credentials)")
+	var nodeProjects, zones, nodeAccounts listFlag
+	fs.Var(&nodeProjects, "node-projects", "with --zones and --node-service-accounts: list the opted-in nodes of these `projects` and say which the function would skip for their service account")
+	fs.Var(&zones, "zones", "the `zones` whose nodes --node-projects lists (AUTOHEAL_ZONES)")
+	fs.Var(&nodeAccounts, "node-service-accounts", "the `emails` the function may recreate nodes as (AUTOHEAL_NODE_SERVICE_ACCOUNTS: terraform tpu_service_accounts)")
+	selector := fs.String("label-selector", "tpu-autoheal=enabled", "the opt-in `label`, key=value (AUTOHEAL_LABEL_SELECTOR)")
+	tpuEndpoint := fs.String("tpu-endpoint", "", "send the TPU API calls of --node-projects to this `URL` (a test server)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -93,6 +143,24 @@ func runPreflight(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	apis, err := preflight.NewAPIs(ctx, opts...)
 	if err != nil {
 		return usagef("preflight: %v (credentials: gcloud auth application-default login)", err)
+	}
+	if len(nodeProjects) > 0 || len(zones) > 0 || len(nodeAccounts) > 0 {
+		if len(nodeProjects) == 0 || len(zones) == 0 || len(nodeAccounts) == 0 {
+			return usagef("preflight: --node-projects, --zones and --node-service-accounts go together")
+		}
+		key, value, err := remediate.ParseSelector(*selector)
+		if err != nil {
+			return usagef("preflight: --label-selector %q: want key=value", *selector)
+		}
+		tpuOpts, err := tpuapi.EndpointOptions(*tpuEndpoint)
+		if err != nil {
+			return usagef("preflight: --tpu-endpoint: %v", err)
+		}
+		tc, err := tpuapi.NewFromOptions(ctx, tpuOpts...)
+		if err != nil {
+			return usagef("preflight: TPU API client: %v", err)
+		}
+		o.UnactableNodes = preflight.NodeAccounts(apis, *account, nodeAccounts, optedInNodes(tc, nodeProjects, zones, key, value))
 	}
 	r, err := preflight.Run(ctx, apis, o)
 	switch {

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	tpu "google.golang.org/api/tpu/v2"
+
 	"github.com/tpu-autoheal/autoheal/internal/preflight/iamfake"
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
 
 // preflightArgs are the flags of the fake deployment, topic given bare.
@@ -109,5 +112,59 @@ func TestPreflightHelp(t *testing.T) {
 	r := runCLI(t, nil, "preflight", "--help")
 	if !errors.Is(r.err, errHelp) || !strings.Contains(r.stderr, "Usage: autoheal preflight") || !strings.Contains(r.stderr, "-service-account email") {
 		t.Errorf("--help: %v\n%s", r.err, r.stderr)
+	}
+}
+
+// The opted-in nodes a recovery would skip for their service account:
+// one not listed, one listed whose actAs the function lacks; a node whose
+// account is fine and one not opted in are not listed.
+func TestPreflightListsNodesWhoseAccountTheFunctionCannotActAs(t *testing.T) {
+	srv := iamfake.New()
+	defer srv.Close()
+	srv.Deployment()
+	const trainer, other, rogue = "trainer@acme-ml.iam.gserviceaccount.com", "other@acme-ml.iam.gserviceaccount.com", "rogue@acme-ml.iam.gserviceaccount.com"
+	srv.Policies["projects/-/serviceAccounts/"+trainer] = []iamfake.Binding{{Role: "roles/iam.serviceAccountUser", Members: []string{"serviceAccount:" + iamfake.ServiceAccount}}}
+	srv.Policies["projects/-/serviceAccounts/"+other] = []iamfake.Binding{}
+	srv.Policies["projects/acme-ml"] = []iamfake.Binding{}
+	node := func(id, sa string, optedIn bool) *tpu.Node {
+		n := &tpu.Node{Name: "projects/acme-ml/locations/us-central2-b/nodes/" + id, State: "READY", AcceleratorType: "v4-8",
+			ServiceAccount: &tpu.ServiceAccount{Email: sa}, Labels: map[string]string{}}
+		if optedIn {
+			n.Labels["tpu-autoheal"] = "enabled"
+		}
+		return n
+	}
+	fake := tpufake.New(tpufake.Fleet{Nodes: []*tpu.Node{
+		node("fine", trainer, true), node("no-act-as", other, true), node("unlisted", rogue, true), node("not-opted-in", rogue, false),
+	}})
+	defer fake.Close()
+	r := runCLI(t, nil, preflightArgs(srv.URL, "--node-projects", "acme-ml", "--zones", "us-central2-b",
+		"--node-service-accounts", trainer+","+other, "--tpu-endpoint", fake.URL(), "--format", "json")...)
+	if r.err != nil {
+		t.Fatalf("preflight: %v\n%s%s", r.err, r.stdout, r.stderr)
+	}
+	var rep struct {
+		Checked bool `json:"unactableNodesChecked"`
+		Nodes   []struct {
+			Node, ServiceAccount, Reason string
+		} `json:"unactableNodes"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if !rep.Checked || len(rep.Nodes) != 2 {
+		t.Fatalf("unactable nodes = %+v (checked %v), want no-act-as and unlisted", rep.Nodes, rep.Checked)
+	}
+	for i, want := range []struct{ node, reason string }{
+		{"no-act-as", "cannot act as " + other},
+		{"unlisted", rogue + " is not in AUTOHEAL_NODE_SERVICE_ACCOUNTS"},
+	} {
+		got := rep.Nodes[i]
+		if !strings.HasSuffix(got.Node, "/"+want.node) || !strings.Contains(got.Reason, want.reason) {
+			t.Errorf("node %d = %+v, want %s: %q", i, got, want.node, want.reason)
+		}
+	}
+	if r := runCLI(t, nil, preflightArgs(srv.URL, "--zones", "us-central2-b")...); r.err == nil || !strings.Contains(r.err.Error(), "go together") {
+		t.Errorf("--zones alone: err %v, want the three named together", r.err)
 	}
 }

@@ -46,7 +46,9 @@ file (no credentials needed); --fleet-out FILE writes the fleet after the run.
 Without --fleet the real TPU API (or the one at --tpu-endpoint) is only READ:
 entries are decided and recorded, nothing is deleted or created, unless
 --apply is given. The ledger (dedupe, claims, spec snapshots) is in memory,
-fresh for each run.
+fresh for each run, unless --ledger-project (with --apply against a real
+API) names the function's Firestore ledger: a second run then resumes what
+the first left.
 
 Clock: decisions depend on "now" (grace periods, cooldowns, caps).
 --clock=wall decides every entry at the current time, as the function would
@@ -57,7 +59,9 @@ are true of the incident only at the event clock; give --clock wall to
 decide them now). Unlike the function, replay never drops entries for being
 old. Recoveries the entries started are finished as the function's sweeps
 would: on the simulated fleet at once, on the run's clock; with --apply on
-the real API by waiting for each next look.
+a real API on the wall clock, a progress line per recovery on stderr, until
+each is recovered, abandoned or closed, or --wait ends, or an interrupt:
+then it says how to finish and exits 5 while one is unfinished.
 
 Output: --format text prints a row per entry (120 columns), warnings under
 it, then each recovery the run started with its outcome, then a summary;
@@ -96,6 +100,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.Var(&projects, "projects", "allow-list of `projects` (comma-separated, repeatable); entries for others are rejected; empty allows all")
 	records := fs.String("records", "", "also write the full decision records, as the function logs them, to this `file` (- for stderr)")
 	logging := addLoggingFlags(fs)
+	applyOpts := addApplyFlags(fs) // replay_apply.go
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -107,7 +112,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *clock != "wall" && *clock != "event" {
 		return usagef("--clock %q: want wall or event", *clock)
 	}
-	if *records != "" && !flagGiven(fs, "clock") {
+	if *records != "" && !flagGiven(fs, "clock") && applyOpts.ledger.project == "" {
 		// Records are for autoheal report, which is true of the incident
 		// only when each entry was decided at its own time.
 		*clock = "event"
@@ -125,6 +130,9 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		hooks.setup(target)
 	}
 	if err := target.check(policy); err != nil {
+		return err
+	}
+	if err := applyOpts.check(fs, target, *clock); err != nil {
 		return err
 	}
 	if !logging.enabled {
@@ -195,6 +203,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		cfg.DryRun = true
 	}
 
+	var sumNote string
 	var now time.Time // the current entry's time, for --clock=event
 	clockFn := time.Now
 	if *clock == "event" {
@@ -205,25 +214,55 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return now
 		}
 	}
-	rclk := &replayClock{base: clockFn, realWait: tg.srv == nil && !tg.readOnly, stderr: stderr} // moved forward by the continuations (continue.go)
+	realWait := tg.srv == nil && !tg.readOnly
+	rclk := &replayClock{base: clockFn, realWait: realWait, stderr: stderr} // moved forward by the continuations (continue.go)
 	clockFn = rclk.now
 	target.simNow = clockFn // the simulated operations take their time on the replay clock
+	switch {
+	case applyOpts.lookAgain > 0:
+		cfg.LookAgain = applyOpts.lookAgain
+	case realWait:
+		cfg.LookAgain = functionLookAgain // real operations are followed as the function follows them
+	}
+	if realWait && target.endpoint == "" && !flagGiven(fs, "actor") {
+		applyOpts.actor = defaultActor() // --tpu-endpoint is called without credentials: no account
+	}
+	cfg.Actor = applyOpts.actor // its own audit entries are not a person's (docs/recovery.md, evidence rule)
 	// The ledger runs on the same clock as the handler, so that event marks
 	// and leases made at an entry's time are judged at entries' times.
-	store := ledger.NewMemory(ledger.WithClock(clockFn), ledger.WithHoldTTL(cfg.HoldTTL))
+	sealer, closeSealer, err := applyOpts.sealer(ctx)
+	if err != nil {
+		tg.close()
+		return err
+	}
+	defer closeSealer()
+	store, mem, resumed, closeStore, err := applyOpts.openStore(ctx, clockFn, cfg.HoldTTL)
+	if err != nil {
+		tg.close()
+		return err
+	}
+	defer closeStore()
+	for _, r := range resumed {
+		tracker.resume(r)
+	}
+	if len(resumed) > 0 {
+		fmt.Fprintf(stderr, "autoheal replay: resuming %s an earlier replay left unfinished in ledger %s of project %s\n",
+			plural(len(resumed), "recovery", "recoveries"), applyOpts.ledger.database, applyOpts.ledger.project)
+	}
 	// Decided in time order (all but --order input), replay forgets the
 	// marks no later entry can repeat, so its memory does not grow with
-	// the input (replay_marks.go).
+	// the input (replay_marks.go). The deployed ledger keeps its own.
 	var marks *markWindow
-	if *order != "input" {
-		marks = &markWindow{store: store}
+	if *order != "input" && mem != nil {
+		marks = &markWindow{store: mem}
 	}
 	h := &remediate.Handler{
 		TPU:      tg.tpu,
 		Store:    store,
 		Recorder: rec,
 		Config:   cfg,
-		Holder:   "autoheal-replay",
+		Holder:   replayHolder,
+		Sealer:   sealer, // specs sealed and checked as the function does
 		Now:      clockFn,
 	}
 	if tg.maint != nil { // notices become prepare/maintain against the simulated fleet
@@ -231,19 +270,39 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		wireReplayResume(h, tg.maint, rec, cfg, clockFn, stderr) // resume.go
 	}
 
-	p := newPrinter(*format, stdout, "entries read")
-	st, runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t; marks.seen(t) })
-	if runErr == nil {
-		runErr = continueRecoveries(ctx, h, rclk)
+	// The run continues the recoveries it started or resumed; the in-memory
+	// ledger holds no others.
+	follow := tracker.started
+	if mem != nil {
+		follow = func(string) bool { return true }
 	}
-	outs, err := tracker.results(ctx, store)
+	p := newPrinter(*format, stdout, "entries read")
+	st, runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t; marks.seen(t) }, follow)
+	var stopped string
+	var interrupted error
+	if runErr == nil {
+		stopped, runErr = continueRecoveries(ctx, h, rclk, continueOptions{follow: follow, wait: applyOpts.wait, stops: applyOpts.stops()})
+	} else if realWait && ctx.Err() != nil {
+		// Interrupted among the entries: what it started is reported (and
+		// the exit says a person must finish it), not lost in an error.
+		interrupted = runErr
+		stopped, runErr = stoppedInterrupted, nil
+		sumNote = fmt.Sprintf("interrupted after %d entries", st.total)
+	}
+	outs, err := tracker.results(context.WithoutCancel(ctx), store)
 	if err != nil && runErr == nil {
 		runErr = err
+	}
+	if interrupted != nil && countRecoveries(outs).Unfinished == 0 && runErr == nil {
+		runErr = interrupted // nothing left for a person: an interrupted run, to run again
 	}
 	sum := p.tally.summary("entries")
 	sum.Order, sum.ReadOnly, sum.Recoveries = src.Order(), tg.readOnly, countRecoveries(outs)
 	if st.total == 0 {
 		sum.Notes = append(sum.Notes, "no entries in the input")
+	}
+	if sumNote != "" {
+		sum.Notes = append(sum.Notes, sumNote)
 	}
 	apply := map[int]string{}
 	if st.total > 0 && st.unreadable == st.total {
@@ -258,6 +317,9 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	exit, runErr := p.end(sum, outs, apply, runErr)
 	for _, w := range src.Warnings() {
 		fmt.Fprintf(stderr, "autoheal replay: %s\n", w)
+	}
+	if realWait {
+		applyOpts.finishHint(stderr, stopped, outs, args)
 	}
 	if err := tg.finish(); err != nil && runErr == nil {
 		runErr = err
@@ -316,7 +378,9 @@ func unreadable(err error) bool {
 }
 
 // replayAll handles every entry of src in its order and prints its line.
-func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output, setNow func(time.Time)) (replayStats, error) {
+// follow says which recoveries the run continues between entries (those it
+// started or resumed).
+func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output, setNow func(time.Time), follow func(node string) bool) (replayStats, error) {
 	var st replayStats
 	var lastLook time.Time
 	for {
@@ -353,16 +417,17 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output,
 			}
 			if now.Sub(lastLook) >= sweepInterval {
 				lastLook = now
-				if _, err := h.Continue(ctx); err != nil {
+				if _, err := h.ContinueNodes(ctx, follow); err != nil {
 					return st, fmt.Errorf("continue recoveries at %s: %w", now.UTC().Format(time.RFC3339), err)
 				}
 			}
 			var r remediate.Record
 			var err error
 			if it.Event.Kind == events.KindAdminActivity {
-				// Who created or deleted a node: evidence, recorded as
-				// the function records it, never acted on by itself.
-				r = h.Skip(ctx, it.Event, events.EvidenceNote(it.Event))
+				// Who created or deleted a node: evidence, kept for the
+				// node's unfinished recovery and recorded as the function
+				// does, never acted on by itself.
+				r, err = h.Evidence(ctx, it.Event)
 			} else if it.Event.Kind == events.KindZoneHint {
 				// A Compute Engine entry about a TPU worker VM: look at
 				// the opted-in nodes of its zone now. Each node's

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/logsource"
+	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/report"
 )
 
@@ -45,9 +46,16 @@ no record at all that is exit 3. Records decided long after their event
 Flags:
 `
 
-// RecordsFilter selects the records log's entries in Cloud Logging (both the
-// Cloud Logging and the stdout path carry labels.app).
-const RecordsFilter = `labels.app="tpu-autoheal" AND jsonPayload.action:*`
+// RecordsFilter selects one instance's records in Cloud Logging: its
+// records log (AUTOHEAL_RECORD_LOG), or Cloud Run's stdout log for records
+// written to stdout (AUTOHEAL_RECORD_TO=stdout), with its labels.app
+// (AUTOHEAL_APP_LABEL): the same selection as the module's log-based
+// metrics (terraform local.record_log_filter). An entry labelled
+// app=tpu-autoheal in any other log is not read.
+func RecordsFilter(project, recordLog, app string) string {
+	return fmt.Sprintf(`(logName="projects/%s/logs/%s" OR logName="projects/%s/logs/run.googleapis.com%%2Fstdout") AND labels.app="%s" AND jsonPayload.action:*`,
+		project, recordLog, project, app)
+}
 
 func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", reportHelp, stderr)
@@ -56,7 +64,9 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	title := fs.String("title", "tpu-autoheal: what did it cost?", "the HTML page's `title`")
 	fromLogging := fs.Bool("from-logging", false, "read the records from Cloud Logging (Application Default Credentials) instead of files")
 	project := fs.String("project", "", "with --from-logging: the `project` whose records are read")
-	filter := fs.String("filter", RecordsFilter, "with --from-logging: the Cloud Logging `filter` of the records")
+	filter := fs.String("filter", "", "with --from-logging: the Cloud Logging `filter` of the records (default: the records of --record-log and --app-label)")
+	recordLog := fs.String("record-log", record.LogName, "with --from-logging: the records `log` id, the instance's AUTOHEAL_RECORD_LOG (Terraform: its name)")
+	appLabel := fs.String("app-label", record.AppLabelValue, "with --from-logging: the records' labels.app `value`, the instance's AUTOHEAL_APP_LABEL (Terraform: its name)")
 	since := fs.String("since", "168h", "with --from-logging: oldest record, an RFC 3339 `time` or a duration ago")
 	until := fs.String("until", "", "with --from-logging: newest record, an RFC 3339 `time` or a duration ago (default: now)")
 	if err := parseFlags(fs, args); err != nil {
@@ -77,7 +87,9 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if *project == "" {
 			return usagef("--from-logging needs --project")
 		}
-		if strings.TrimSpace(*filter) == "" {
+		if !flagGiven(fs, "filter") {
+			*filter = RecordsFilter(*project, *recordLog, *appLabel)
+		} else if strings.TrimSpace(*filter) == "" {
 			return usagef("--filter is empty")
 		}
 		now := time.Now()
@@ -116,7 +128,7 @@ func runReport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		var stray []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "project", "filter", "since", "until":
+			case "project", "filter", "since", "until", "record-log", "app-label":
 				stray = append(stray, "--"+f.Name)
 			}
 		})

@@ -113,14 +113,17 @@ func TestReportUsageErrors(t *testing.T) {
 	}
 }
 
-func TestReportFromLoggingReadsTheRecordsLog(t *testing.T) {
+// seedNightRecords serves the night's records from a fake Cloud Logging,
+// in log tpu-autoheal with labels.app tpu-autoheal, and points the CLI at it.
+func seedNightRecords(t *testing.T) *loggingfake.Server {
+	t.Helper()
 	srv, err := loggingfake.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	loggingClientOptions = srv.ClientOptions()
-	defer func() { loggingClientOptions = nil }()
+	t.Cleanup(func() { loggingClientOptions = nil })
 
 	var export []map[string]any
 	b, err := os.ReadFile(nightGcloud)
@@ -149,7 +152,11 @@ func TestReportFromLoggingReadsTheRecordsLog(t *testing.T) {
 		})
 	}
 	srv.Seed(entries...)
+	return srv
+}
 
+func TestReportFromLoggingReadsTheRecordsLog(t *testing.T) {
+	srv := seedNightRecords(t)
 	r := runCLI(t, nil, "report", "--from-logging", "--project", "acme-ml", "--since", "2026-11-19T00:00:00Z", "--until", "2026-11-21T00:00:00Z")
 	if r.err != nil {
 		t.Fatalf("report --from-logging: %v\nstderr: %s", r.err, r.stderr)
@@ -161,8 +168,30 @@ func TestReportFromLoggingReadsTheRecordsLog(t *testing.T) {
 		t.Errorf("no progress line on stderr:\n%s", r.stderr)
 	}
 	lists := srv.Lists()
-	if len(lists) == 0 || !strings.Contains(lists[0].Filter, `labels.app="tpu-autoheal"`) {
+	want := `(logName="projects/acme-ml/logs/tpu-autoheal" OR logName="projects/acme-ml/logs/run.googleapis.com%2Fstdout") AND labels.app="tpu-autoheal" AND jsonPayload.action:*`
+	if len(lists) == 0 || !strings.HasPrefix(lists[0].Filter, want+" AND timestamp") {
 		t.Errorf("ListLogEntries requests %v, want the records filter", lists)
+	}
+}
+
+// Another instance's records: --record-log and --app-label (its
+// AUTOHEAL_RECORD_LOG and AUTOHEAL_APP_LABEL) select them, and the records
+// of the default instance are not read.
+func TestReportFromLoggingSelectsTheInstance(t *testing.T) {
+	srv := seedNightRecords(t)
+	r := runCLI(t, nil, "report", "--from-logging", "--project", "acme-ml", "--record-log", "autoheal-b", "--app-label", "autoheal-b",
+		"--since", "2026-11-19T00:00:00Z", "--until", "2026-11-21T00:00:00Z")
+	if r.err != nil || strings.Contains(r.stdout, nightSummary) || !strings.Contains(r.stderr, "read 0 entries from Cloud Logging") {
+		t.Errorf("report of instance autoheal-b: err %v, stdout:\n%s\nstderr:\n%s\nwant no record read (they are tpu-autoheal's)", r.err, r.stdout, r.stderr)
+	}
+	lists := srv.Lists()
+	want := `(logName="projects/acme-ml/logs/autoheal-b" OR logName="projects/acme-ml/logs/run.googleapis.com%2Fstdout") AND labels.app="autoheal-b" AND jsonPayload.action:*`
+	if len(lists) == 0 || !strings.HasPrefix(lists[0].Filter, want+" AND timestamp") {
+		t.Errorf("ListLogEntries requests %v, want filter %s", lists, want)
+	}
+	r = runCLI(t, nil, "report", "--record-log", "x", nightRecords)
+	if r.err == nil || !strings.Contains(r.err.Error(), "only apply to --from-logging") {
+		t.Errorf("--record-log without --from-logging: err %v", r.err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 )
 
 const sweepHelp = `Usage: autoheal sweep [flags] --projects P --zones Z
@@ -100,6 +101,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Recorder: tracker,
 		Config:   cfg,
 		Holder:   "autoheal-sweep",
+		Sealer:   seal.RandomLocalKeys(), // specs sealed and checked as the function does, with a key of this run
 		Now:      clk.now,
 	}
 	if tg.maint != nil {
@@ -114,7 +116,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if runErr == nil {
-		runErr = continueRecoveries(ctx, h, clk)
+		_, runErr = continueRecoveries(ctx, h, clk, continueOptions{})
 	}
 	outs, err := tracker.results(ctx, store)
 	if err != nil && runErr == nil {

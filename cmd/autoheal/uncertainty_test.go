@@ -1,10 +1,7 @@
-//go:build uncertainty
-
 // Regression test of recovery under uncertainty through the CLI (see
 // function/uncertainty_test.go for the others): `autoheal replay --apply`
-// against a TPU API whose operations take real time.
-//
-//	go test -tags uncertainty ./cmd/autoheal -run Uncertain
+// against a TPU API whose operations take real time (seconds, on the wall
+// clock: operations are followed every --look-again 1s).
 package main
 
 import (
@@ -47,7 +44,7 @@ func TestUncertainReplayApplyNeverLeavesANodeDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := runCLI(t, nil, "replay", "--tpu-endpoint", srv.URL(), "--apply", file)
+	r := runCLI(t, nil, "replay", "--tpu-endpoint", srv.URL(), "--apply", "--look-again", "1s", file)
 
 	var state string
 	for _, n := range srv.Fleet().Nodes {

@@ -29,3 +29,16 @@ func TestIsFollow(t *testing.T) {
 		t.Errorf("a push body carrying the follow message: IsFollow = false (err %v)", err)
 	}
 }
+
+func TestFollowKickCarriesItsNonce(t *testing.T) {
+	msg := []byte(FollowKick("0123456789abcdef0123456789abcdef"))
+	if !IsFollow(msg) || IsSweep(msg) {
+		t.Errorf("FollowKick = %s: IsFollow %v, IsSweep %v; want a follow message", msg, IsFollow(msg), IsSweep(msg))
+	}
+	if got := FollowNonce(msg); got != "0123456789abcdef0123456789abcdef" {
+		t.Errorf("FollowNonce = %q", got)
+	}
+	if got := FollowNonce([]byte(FollowMessage)); got != "" {
+		t.Errorf("FollowNonce(FollowMessage) = %q, want none", got)
+	}
+}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -133,9 +134,11 @@ func update(n nodeLedger, rec remediate.Recovery) (nodeLedger, error) {
 		return n, fmt.Errorf("update %s: recovery gen %d is already %s: %w", rec.Node, cur.Generation, cur.Phase, remediate.ErrLeaseLost)
 	}
 	u := cloneRecovery(rec)
-	// Identity and claim fields belong to the store.
+	// Identity and claim fields belong to the store, and so does the
+	// evidence kept while the holder worked (keepEvidence).
 	u.Node, u.Project, u.Generation, u.Holder, u.Attempts, u.StartedAt, u.Paused =
 		cur.Node, cur.Project, cur.Generation, cur.Holder, cur.Attempts, cur.StartedAt, cur.Paused
+	u.Evidence = slices.Clone(cur.Evidence)
 	if u.UpdatedAt.Before(cur.UpdatedAt) {
 		u.UpdatedAt = cur.UpdatedAt
 	}
@@ -175,7 +178,37 @@ func latest(ts ...time.Time) time.Time {
 // store can change the other's spec.
 func cloneRecovery(r remediate.Recovery) remediate.Recovery {
 	r.Spec = remediate.CloneNode(r.Spec)
+	r.SentOps = slices.Clone(r.SentOps)
+	r.Evidence = slices.Clone(r.Evidence)
 	return r
+}
+
+// maxEvidence bounds the evidence kept per recovery: a recovery needs the
+// few entries about its own node, and an entry is kept once.
+const maxEvidence = 32
+
+// keepEvidence adds e to the node's unfinished recovery, whoever holds it;
+// kept is false when there is none. An entry already kept (same InsertID,
+// or the same operation's same entry) is not added again; beyond
+// maxEvidence the oldest go.
+func keepEvidence(n nodeLedger, e remediate.Evidence) (nodeLedger, bool) {
+	if n.Latest == nil || !n.Latest.Unfinished() {
+		return n, false
+	}
+	r := cloneRecovery(*n.Latest)
+	for _, k := range r.Evidence {
+		if k.InsertID != "" && k.InsertID == e.InsertID && k.Time.Equal(e.Time) {
+			n.Latest = &r
+			return n, true
+		}
+	}
+	r.Evidence = append(r.Evidence, e)
+	sort.SliceStable(r.Evidence, func(i, j int) bool { return r.Evidence[i].Time.Before(r.Evidence[j].Time) })
+	if len(r.Evidence) > maxEvidence {
+		r.Evidence = r.Evidence[len(r.Evidence)-maxEvidence:]
+	}
+	n.Latest = &r
+	return n, true
 }
 
 func encodeNode(n *tpu.Node) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 )
 
 // Collection ids of the Firestore layout (each prefixed by WithPrefix).
@@ -98,7 +100,9 @@ type recoveryDoc struct {
 	Project        string      `firestore:"project"`
 	Action         string      `firestore:"action"`
 	Phase          string      `firestore:"phase"`
-	Spec           string      `firestore:"spec"` // the node's JSON, so no field is ever lost
+	Spec           string      `firestore:"spec"`           // the node's JSON, so no field is ever lost
+	SpecKeyVersion string      `firestore:"specKeyVersion"` // the spec's seal: key version and MAC
+	SpecMAC        []byte      `firestore:"specMac"`
 	NodeID         int64       `firestore:"nodeId"`
 	DeleteSent     bool        `firestore:"deleteSent"`
 	QueuedResource string      `firestore:"queuedResource"`
@@ -120,17 +124,28 @@ type recoveryDoc struct {
 	NextLookAt     time.Time   `firestore:"nextLookAt"`
 	Failures       int         `firestore:"failures"`
 	PausedMillis   int64       `firestore:"pausedMillis"` // Recovery.Paused
+	// The evidence rule (remediate/evidence.go).
+	SentOps          []string  `firestore:"sentOps"`
+	DeleteAnswered   bool      `firestore:"deleteAnswered"`
+	DeleteUnanswered bool      `firestore:"deleteUnanswered"`
+	CreateSentAt     time.Time `firestore:"createSentAt"`
+	GoneAt           time.Time `firestore:"goneAt"`
+	Evidence         string    `firestore:"evidence"` // JSON of the kept entries
 }
 
 func (d recoveryDoc) fields() map[string]any {
 	return map[string]any{
 		"node": d.Node, "project": d.Project, "action": d.Action, "phase": d.Phase, "spec": d.Spec,
+		"specKeyVersion": d.SpecKeyVersion, "specMac": d.SpecMAC,
 		"nodeId": d.NodeID, "deleteSent": d.DeleteSent,
 		"queuedResource": d.QueuedResource, "generation": d.Generation, "holder": d.Holder,
 		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp,
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
 		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "unfinished": d.Unfinished, "counted": d.Counted,
-		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures, "pausedMillis": d.PausedMillis,
+		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
+		"sentOps": d.SentOps, "deleteAnswered": d.DeleteAnswered, "deleteUnanswered": d.DeleteUnanswered,
+		"createSentAt": d.CreateSentAt, "goneAt": d.GoneAt, "evidence": d.Evidence,
+		"pausedMillis": d.PausedMillis,
 	}
 }
 
@@ -140,15 +155,27 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 	if err != nil {
 		return recoveryDoc{}, err
 	}
+	evidence := ""
+	if len(r.Evidence) > 0 {
+		b, err := json.Marshal(r.Evidence)
+		if err != nil {
+			return recoveryDoc{}, fmt.Errorf("encode evidence of %s: %w", r.Node, err)
+		}
+		evidence = string(b)
+	}
 	return recoveryDoc{
 		Node: r.Node, Project: r.Project, Action: string(r.Action), Phase: string(r.Phase), Spec: spec,
+		SpecKeyVersion: r.SpecSeal.KeyVersion, SpecMAC: r.SpecSeal.MAC,
 		NodeID: r.NodeID, DeleteSent: r.DeleteSent,
 		QueuedResource: r.QueuedResource, Generation: r.Generation, Holder: r.Holder,
 		LeaseUntil: r.LeaseUntil, LeaseMillis: n.LeaseFor.Milliseconds(),
 		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, Attempts: r.Attempts, EventID: r.EventID,
 		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
-		NextLookAt: r.NextLookAt, Failures: r.Failures, PausedMillis: r.Paused.Milliseconds(),
+		NextLookAt: r.NextLookAt, Failures: r.Failures,
+		SentOps: r.SentOps, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
+		CreateSentAt: r.CreateSentAt, GoneAt: r.GoneAt, Evidence: evidence,
+		PausedMillis: r.Paused.Milliseconds(),
 	}, nil
 }
 
@@ -157,13 +184,21 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 	if err != nil {
 		return remediate.Recovery{}, fmt.Errorf("recovery of %s: %w", d.Node, err)
 	}
+	var evidence []remediate.Evidence
+	if d.Evidence != "" {
+		if err := json.Unmarshal([]byte(d.Evidence), &evidence); err != nil {
+			return remediate.Recovery{}, fmt.Errorf("evidence of %s: %w", d.Node, err)
+		}
+	}
 	return remediate.Recovery{
 		Node: d.Node, Project: d.Project, Action: remediate.Action(d.Action), Phase: remediate.Phase(d.Phase),
-		Spec: spec, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
+		Spec: spec, SpecSeal: seal.Seal{KeyVersion: d.SpecKeyVersion, MAC: d.SpecMAC}, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
 		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures,
-		Paused: time.Duration(d.PausedMillis) * time.Millisecond,
+		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
+		SentOps: d.SentOps, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
+		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
 	}, nil
 }
 
@@ -568,6 +603,42 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 		}
 	}
 	return fmt.Errorf("update %s: contention persisted: %w", rec.Node, err)
+}
+
+// KeepEvidence implements remediate.Store: read, add, commit on the read's
+// precondition (a concurrent Update or Claim makes it read again).
+func (f *Firestore) KeepEvidence(ctx context.Context, node string, e remediate.Evidence) (bool, error) {
+	nodeRef := f.col(CollectionRecoveries).Doc(docID(node))
+	var err error
+	for round := 0; round < casRounds; round++ {
+		var snaps []*firestore.DocumentSnapshot
+		if snaps, err = f.client.GetAll(ctx, []*firestore.DocumentRef{nodeRef}); err != nil { // rest: firestore.projects.databases.documents.batchGet
+			return false, fmt.Errorf("keep evidence of %s: %w", node, err)
+		}
+		cur, err := fromSnapshot(snaps[0])
+		if err != nil {
+			return false, err
+		}
+		next, kept := keepEvidence(cur, e)
+		if !kept {
+			return false, nil
+		}
+		doc, err := toDoc(next)
+		if err != nil {
+			return false, err
+		}
+		err = f.commit(ctx, write{snap: snaps[0], data: doc.fields()})
+		if err == nil {
+			return true, nil
+		}
+		if !lostRace(err) {
+			return false, fmt.Errorf("keep evidence of %s: %w", node, err)
+		}
+		if err := sleepJitter(ctx, round); err != nil {
+			return false, fmt.Errorf("keep evidence of %s: %w", node, err)
+		}
+	}
+	return false, fmt.Errorf("keep evidence of %s: contention persisted: %w", node, err)
 }
 
 // Unfinished implements remediate.Store; recoveries are sorted by node name.

@@ -29,6 +29,8 @@ type Memory struct {
 	cursor    string
 	pauses    map[string]remediate.Pause // by pauseKey
 	breakers  map[string]*breakerState   // by zone
+	gate      SweepGate                  // control.go
+	nonces    map[string]time.Time       // control.go: nonce → expiry
 	holdTTL   time.Duration
 	// inFlight counts the unfinished recoveries per project, kept by
 	// setNodeLocked so that History and Claim are O(1) in the number of
@@ -358,6 +360,21 @@ func (m *Memory) SweepCursor(ctx context.Context) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.cursor, nil
+}
+
+// KeepEvidence implements remediate.Store.
+func (m *Memory) KeepEvidence(ctx context.Context, node string, e remediate.Evidence) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur := m.nodes[node]
+	if cur == nil {
+		return false, nil
+	}
+	next, kept := keepEvidence(*cur, e)
+	if kept {
+		m.setNodeLocked(node, &next)
+	}
+	return kept, nil
 }
 
 // SetSweepCursor implements remediate.Store.

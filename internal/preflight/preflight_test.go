@@ -271,7 +271,7 @@ func TestUnactableNodesHook(t *testing.T) {
 	if err := preflight.WriteText(&text, r); err != nil {
 		t.Fatal(err)
 	}
-	if r.UnactableNodesChecked || !strings.Contains(text.String(), "Opted-in nodes whose service account the function cannot act as: not checked by this version.") {
+	if r.UnactableNodesChecked || !strings.Contains(text.String(), "Opted-in nodes whose service account the function cannot act as: not checked (give --node-projects, --zones and --node-service-accounts).") {
 		t.Errorf("checked %v; text:\n%s", r.UnactableNodesChecked, text.String())
 	}
 	o := options()

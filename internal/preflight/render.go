@@ -66,7 +66,7 @@ func WriteText(w io.Writer, r *Report) error {
 	b.WriteString("\nOpted-in nodes whose service account the function cannot act as: ")
 	switch {
 	case !r.UnactableNodesChecked:
-		b.WriteString("not checked by this version.\n")
+		b.WriteString("not checked (give --node-projects, --zones and --node-service-accounts).\n")
 	case len(r.UnactableNodes) == 0:
 		b.WriteString("none.\n")
 	default:

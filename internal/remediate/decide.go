@@ -65,7 +65,9 @@ func plan(d Decision, ev events.Event, obs Observed, h History, now time.Time, c
 	}
 	switch d.Action {
 	case ActionSkip:
-		if ev.Cause == events.CauseUser && obs.Node != nil && !held(h.Hold, obs.Node) {
+		rec := h.Recovery
+		inRecovery := rec != nil && rec.Unfinished() && deleteSent(*rec)
+		if ev.Cause == events.CauseUser && obs.Node != nil && !held(h.Hold, obs.Node) && !inRecovery {
 			d.Hold = &Hold{Node: name, Project: ev.Node.Project, NodeID: obs.Node.Id, Since: now, EventID: ev.InsertID, Reason: d.Reason}
 		}
 		if d.Final && h.Deferral != nil {
@@ -179,10 +181,18 @@ func decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 		}
 		return Decision{Action: ActionSkip, Reason: why, Final: true}
 	}
+	// A user's terminate holds a node not in recovery. It never closes a
+	// recovery whose delete was sent: that recovery owns the node's
+	// outcome, and only a person's delete, in evidence, ends it.
+	deleteSentOurs := ours && deleteSent(*rec)
+	if ev.Cause == events.CauseUser && deleteSentOurs {
+		return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
+			"terminated by a user after recovery gen %d sent its delete: the recovery goes on", rec.Generation)}
+	}
 	if ev.Cause == events.CauseUser {
 		return Decision{Action: ActionSkip, Reason: "terminated by a user: never undone", Final: true}
 	}
-	if held(h.Hold, node) {
+	if held(h.Hold, node) && !deleteSentOurs {
 		why := fmt.Sprintf("terminated by a user at %s (event %s): never undone",
 			h.Hold.Since.UTC().Format(time.RFC3339), h.Hold.EventID)
 		switch {

@@ -226,6 +226,22 @@ func TestDecide(t *testing.T) {
 			want: ActionRecord, wantReason: "recovery gen 2 was abandoned"},
 		{name: "termination by a user is never undone", ev: terminateEvent(events.CauseUser),
 			obs: Observed{Node: optedIn("TERMINATED", "")}, want: ActionSkip, wantReason: "terminated by a user: never undone"},
+		{name: "a user's terminate after our delete was sent does not stop the recovery", ev: terminateEvent(events.CauseUser),
+			obs: Observed{Node: optedIn("TERMINATED", "")},
+			h: History{Recovery: func() *Recovery {
+				r := recovery(PhaseDeleting, t0.Add(-time.Minute), spec)
+				r.DeleteSent = true
+				return r
+			}()},
+			want: ActionSkip, wantReason: "sent its delete: the recovery goes on"},
+		{name: "a hold never closes a recovery whose delete was sent: it goes on", ev: sweepEvent(),
+			obs: Observed{Node: withID(optedIn("DELETING", ""), 7)},
+			h: History{Hold: &Hold{Node: nodeName, NodeID: 7, Since: t0, EventID: "u1"}, Recovery: func() *Recovery {
+				r := recovery(PhaseDeleting, t0.Add(-time.Minute), spec)
+				r.DeleteSent = true
+				return r
+			}()},
+			want: ActionRecreate, wantReason: "continue recovery gen 2"},
 		{name: "node a user terminated is not recovered by a sweep", ev: sweepEvent(),
 			obs: Observed{Node: withID(optedIn("TERMINATED", ""), 7)}, h: History{Hold: &Hold{Node: nodeName, NodeID: 7, Since: t0, EventID: "u1"}},
 			want: ActionSkip, wantReason: "terminated by a user at"},

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/api/googleapi"
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
@@ -208,6 +209,27 @@ func (d deleteOpFails) GetOperation(ctx context.Context, op string) (bool, error
 	return true, nil
 }
 
+// TestNodeGoneAfterOurFailedDeleteOperationIsRecreated: a delete whose
+// operation ended in error may have taken effect all the same; a node then
+// NOT FOUND, with no evidence of anyone else, is ours to create again (the
+// evidence rule). Before it, such a node was taken for a person's delete
+// and never recreated: lost.
+func TestNodeGoneAfterOurFailedDeleteOperationIsRecreated(t *testing.T) {
+	e := newScripted(t)
+	e.h.TPU = deleteOpFails{e.f}
+	e.f.set(sNode("a", "TERMINATED"))
+	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
+	e.f.remove(sName("a")) // the failed operation deleted it after all
+	e.clock.Advance(16 * time.Minute)
+	e.sweep(t)
+	if got := e.f.count("create "); got != 1 {
+		t.Errorf("creates = %d, want 1: our delete sent, the node is ours to recreate", got)
+	}
+}
+
+// TestNodeAPersonDeletesAfterOurFailedDeleteIsNotRecreated: the same, but
+// the person's delete is in evidence (their admin-activity entry, kept for
+// the recovery): not recreated, and the record names them.
 func TestNodeAPersonDeletesAfterOurFailedDeleteIsNotRecreated(t *testing.T) {
 	e := newScripted(t)
 	e.h.TPU = deleteOpFails{e.f}
@@ -215,9 +237,23 @@ func TestNodeAPersonDeletesAfterOurFailedDeleteIsNotRecreated(t *testing.T) {
 	r := e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	t.Logf("event: %s phase=%s err=%q", r.Action, r.Phase, r.Err)
 	e.f.remove(sName("a")) // a person deletes it while our failed delete's operation is not looked at yet
-	e.clock.Advance(16 * time.Minute)
+	e.clock.Advance(time.Minute)
+	ev := events.Event{InsertID: "admin-1", Time: e.clock.Now(), Kind: events.KindAdminActivity, Principal: "alice@acme.example",
+		Method: "google.cloud.tpu.v2.Tpu.DeleteNode", Node: events.NodeRef{Project: sProject, Zone: sZone, Node: "a"},
+		Admin: &events.AdminActivity{Change: events.ChangeDeleteNode, OperationID: "projects/acme-ml/locations/us-central2-b/operations/op-alice", First: true}}
+	if _, err := e.h.Evidence(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(15 * time.Minute)
 	e.sweep(t)
 	if got := e.f.count("create "); got != 0 {
-		t.Errorf("creates = %d: the node our failed delete left alone and a person then deleted was recreated", got)
+		t.Errorf("creates = %d: the node a person deleted (in evidence) was recreated", got)
+	}
+	named := false
+	for _, r := range e.recs.list() {
+		named = named || r.Outcome == remediate.OutcomeClosed && strings.Contains(r.Reason, "alice@acme.example")
+	}
+	if !named {
+		t.Errorf("no record closes the recovery naming the person's delete; records: %+v", e.recs.list())
 	}
 }

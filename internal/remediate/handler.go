@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 )
 
 // Handler observes a node, decides once and does exactly what the decision
@@ -45,6 +46,18 @@ type Handler struct {
 	// = off. Its incidents open and close from records when the Recorder
 	// is Resume.Recording(…).
 	Resume *ResumeWatcher
+	// Sealer seals every spec a recovery saves and verifies it before the
+	// delete and before the create (specseal.go); nil = specs are neither
+	// sealed nor verified (tests of other things). The function always has
+	// one: Cloud KMS (AUTOHEAL_MAC_KEY) or a local key.
+	Sealer seal.Sealer
+	// TrustUnsealedSpecs accepts a saved spec with no seal at all (saved by
+	// a version before seals) at its next check and seals it then; false
+	// (the default) abandons such a recovery like a tampered one.
+	TrustUnsealedSpecs bool
+	// Accounts is the service-account guard checked before a recreate is
+	// claimed (nil = not checked).
+	Accounts *AccountGuard
 }
 
 // Defaults of the Handler's knobs.
@@ -424,6 +437,16 @@ func (h *Handler) recover(ctx context.Context, ev events.Event, obs *Observed, h
 		// Checked before anything is claimed or deleted (bounds.go).
 		if refused, err := h.refuseOversize(ctx, obs.Node, r); refused {
 			return err
+		}
+		// A new recreate, before anything is claimed or deleted (a
+		// takeover finishes what was started).
+		why, err := h.Accounts.Check(ctx, obs.Node) // specseal.go
+		if err != nil {
+			return &ActError{Step: "service-account", Node: name, Transient: true, Err: err}
+		}
+		if why != "" {
+			r.Action, r.Reason = ActionSkip, why
+			return nil
 		}
 	}
 	rec, err := h.Store.Claim(ctx, ClaimRequest{

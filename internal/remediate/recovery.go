@@ -2,11 +2,14 @@ package remediate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
 )
 
 // This file is the recovery as a pure state machine: Advance takes the saved
@@ -172,7 +175,7 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 			return abandon(rec, "no saved spec to create the node from"), Effect{}
 		}
 		spec, warnings := createSpec(rec.Spec, rec.Generation, cfg)
-		rec.Phase, rec.CreateOp = PhaseCreating, ""
+		rec.Phase, rec.CreateOp, rec.CreateSentAt, rec.GoneAt = PhaseCreating, "", now, time.Time{}
 		return rec, Effect{Kind: EffectCreate, Target: rec.Node, Spec: spec, Warnings: warnings}
 
 	case PhaseCreating:
@@ -185,14 +188,16 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		switch {
 		case node == nil:
-			// Our node was created and is gone again: create it again.
-			rec.Phase = PhaseDeleted
-			return fail(rec, "get", fmt.Errorf("node NOT FOUND after recovery gen %d's create succeeded", rec.Generation), now, cfg)
+			// Our create finished and the node is gone: a person deleted
+			// it (or the read lags). Never created twice: wait for the
+			// evidence to name, then close.
+			return createdThenGone(rec, now, cfg)
 		case !ourGeneration(rec, node):
 			return closeRec(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else; left as it is", describe(node), GenerationLabel, rec.Generation)), Effect{}
 		case healthy(node):
 			return recovered(rec, node), Effect{}
 		}
+		rec.GoneAt = time.Time{}
 		return wait(rec, now, cfg, fmt.Sprintf("node is %s after the create succeeded", describe(node)), true)
 	}
 	return abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
@@ -204,14 +209,20 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 	node := obs.Node
 	switch {
 	case res.Effect == EffectDelete && res.Err == nil:
-		rec.DeleteOp = res.Operation
+		rec.DeleteOp, rec.DeleteAnswered = res.Operation, true
+		if res.Operation != "" {
+			rec.SentOps = appendOp(rec.SentOps, res.Operation)
+		}
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectDelete:
-		// Refused, lost, or NOT FOUND: whatever the answer, believe the
-		// node, read now, so a node a person deletes while we back off is
-		// not taken for ours. The failure is counted (a node that exists
-		// while delete says NOT FOUND must not loop forever); a NOT FOUND
-		// is looked into at once, other failures after their back-off.
+		// Refused, lost, or NOT FOUND: whatever the answer, the delete was
+		// sent and its outcome is ours (it may land later); read now. The
+		// failure is counted (a node that exists while delete says NOT
+		// FOUND must not loop forever); a NOT FOUND is looked into at
+		// once, other failures after their back-off.
+		if k := KindOf(res.Err); k != KindPermanent && k != KindAlreadyExists {
+			rec.DeleteUnanswered = true // it may have taken effect, or may yet
+		}
 		if IsNotFound(res.Err) {
 			rec.Failures += transientWeight
 			rec.LastError = "delete: " + res.Err.Error()
@@ -235,11 +246,16 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 	case rec.DeleteOp != "" && !res.Done:
 		return wait(rec, now, cfg, "", false)
 	case rec.DeleteOp != "" && res.Err != nil:
-		// Finished with an error, never polled again: the delete did not
-		// happen. Back to saved: a node a person deletes meanwhile is not
-		// ours to recreate.
-		rec.DeleteOp, rec.Phase, rec.DeleteSent = "", PhaseSaved, false
-		return fail(rec, "delete operation", res.Err, now, cfg)
+		// Finished with an error, never polled again. It may have taken
+		// effect all the same (the node deleted, or DELETING still): the
+		// node tells, read now; a person's delete meanwhile is known only
+		// from its audit entry.
+		rec.DeleteOp = ""
+		rec, _ = fail(rec, "delete operation", res.Err, now, cfg)
+		if !rec.Unfinished() {
+			return rec, Effect{}
+		}
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}
 	case rec.DeleteOp != "":
 		// Finished: never polled again. Deleted only when the node says so.
 		rec.DeleteOp = ""
@@ -249,29 +265,103 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 	if !ok {
 		return next, eff
 	}
+	if node != nil {
+		rec.GoneAt = time.Time{}
+	}
 	switch {
 	case node == nil:
-		rec.Phase = PhaseDeleted
-		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
+		return deletedNode(rec, obs, now, cfg)
 	case notOurNode(rec, node) != "":
 		return closeRec(rec, notOurNode(rec, node)), Effect{}
 	case node.State == stateDeleting:
-		// Our delete (its answer lost, or its operation finished) is still
-		// under way: look again later, counted, so a node stuck DELETING
-		// ends abandoned rather than looked at forever.
-		return wait(rec, now, cfg, "node is still DELETING", true)
+		// Our delete (its answer lost, its operation finished, or ended in
+		// error) is still under way: look again later, counted, so a node
+		// stuck DELETING ends abandoned, with its spec, within the failure
+		// limit's back-off (about 2.5 h with the defaults) rather than
+		// looked at for a day.
+		rec, eff := wait(rec, now, cfg, "node is still DELETING", true)
+		if rec.Failures >= failureLimit(cfg) {
+			return abandon(rec, fmt.Sprintf("node still DELETING %s after recovery gen %d started (weighted failures reached the limit %d)",
+				now.Sub(rec.StartedAt).Round(time.Second), rec.Generation, failureLimit(cfg))), Effect{}
+		}
+		return rec, eff
 	}
 	if healthy(node) || onPurpose(node.State) {
 		return closeRec(rec, "node is "+describe(node)+" and our delete did not happen: not deleted"), Effect{}
 	}
-	// The node is there and not being deleted: the delete did not happen.
+	// The node is there and not being deleted: the delete did not happen
+	// (yet: it may still land).
 	if rec.NextLookAt.After(now) {
 		// A failure of this call is backing off (run clears NextLookAt
-		// when it starts): delete again after it, from saved.
-		rec.Phase, rec.DeleteSent = PhaseSaved, false
+		// when it starts): delete again after it. Every delete sent so
+		// far refused (a permanent error, no operation): none can take
+		// effect, so back to saved, where a node a person deletes
+		// meanwhile is not ours. Otherwise the delete stays sent: if it
+		// lands meanwhile, that is our doing.
+		if !rec.DeleteAnswered && !rec.DeleteUnanswered {
+			rec.Phase, rec.DeleteSent = PhaseSaved, false
+		}
 		return rec, Effect{}
 	}
 	return rec, Effect{Kind: EffectDelete, Target: rec.Node}
+}
+
+// deletedNode: the node is NOT FOUND after our delete was sent, which makes
+// it ours to create again, unless a person's delete is in evidence. After
+// an ambiguous delete the evidence is waited for (EvidenceWait from the
+// first NOT FOUND) before the create.
+func deletedNode(rec Recovery, obs Observation, now time.Time, cfg Config) (Recovery, Effect) {
+	ambiguous := deleteAmbiguous(rec)
+	if e := personsDelete(rec, events.ChangeDeleteNode, rec.StartedAt, cfg, ambiguous); e != nil {
+		return closeRec(rec, fmt.Sprintf("node NOT FOUND: deleted by %s, not by recovery gen %d; not recreated", describeEvidence(e), rec.Generation)), Effect{}
+	}
+	if ambiguous {
+		if rec.GoneAt.IsZero() {
+			rec.GoneAt = now
+		}
+		if until := rec.GoneAt.Add(evidenceWait(cfg)); now.Before(until) {
+			rec.NextLookAt = until
+			return rec, Effect{}
+		}
+	}
+	rec.Phase, rec.GoneAt = PhaseDeleted, time.Time{}
+	return advanceRecreate(rec, obs, StepResult{}, now, cfg)
+}
+
+// createdThenGone: our create finished (its operation succeeded) and the
+// node is NOT FOUND. Only a person deletes it now; the recovery waits
+// EvidenceWait for their audit entry (a lagging read shows the node again
+// meanwhile) and closes naming it, or, with none, is abandoned for a
+// person. Never a second create.
+func createdThenGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect) {
+	if e := personsDelete(rec, events.ChangeDeleteNode, rec.CreateSentAt, cfg, false); e != nil {
+		return closeRec(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
+	}
+	if rec.GoneAt.IsZero() {
+		rec.GoneAt = now
+	}
+	d := evidenceWait(cfg)
+	if until := rec.GoneAt.Add(d); now.Before(until) {
+		rec.NextLookAt = until
+		return rec, Effect{}
+	}
+	// No one's delete in evidence: not ours to create again, nor to close
+	// as if someone had deleted it. A person decides (ERROR, the spec).
+	return abandon(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished, and no audit entry of anyone's delete within %s: not created again", rec.Generation, d)), Effect{}
+}
+
+// appendOp adds op to ops once, keeping the last few: an audit entry of one
+// of them is ours.
+func appendOp(ops []string, op string) []string {
+	const keep = 16
+	if slices.Contains(ops, op) {
+		return ops
+	}
+	ops = append(slices.Clip(ops), op)
+	if len(ops) > keep {
+		ops = ops[len(ops)-keep:]
+	}
+	return ops
 }
 
 // advanceCreating: the create was requested (or is about to be).
@@ -280,6 +370,9 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 	switch {
 	case res.Effect == EffectCreate && res.Err == nil:
 		rec.CreateOp = res.Operation
+		if res.Operation != "" {
+			rec.SentOps = appendOp(rec.SentOps, res.Operation)
+		}
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectCreate && IsAlreadyExists(res.Err):
 		return rec, Effect{Kind: EffectGet, Target: rec.Node} // whose node is it?
@@ -313,6 +406,9 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 	}
 	switch {
 	case node == nil:
+		if e := personsDelete(rec, events.ChangeDeleteNode, rec.CreateSentAt, cfg, false); e != nil {
+			return closeRec(rec, fmt.Sprintf("node NOT FOUND while recovery gen %d created it: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
+		}
 		rec.Phase = PhaseDeleted // the create did not take: request it again
 		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
 	case ourGeneration(rec, node) && healthy(node):
@@ -400,6 +496,12 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectReset:
 		return fail(rec, "reset", res.Err, now, cfg)
+	case res.Effect == EffectGetQR && res.Err == nil && obs.QueuedResource == nil:
+		return closeRec(rec, queuedResourceGone(rec, cfg)), Effect{}
+	case rec.CreateOp != "" && res.Effect == EffectGetQR:
+		// Read while the reset runs (the node NOT FOUND): there it is, or
+		// it could not be read; the reset goes on.
+		return wait(rec, now, cfg, "", false)
 	case rec.CreateOp != "" && res.Effect != EffectPoll:
 		return rec, Effect{Kind: EffectPoll, Target: rec.CreateOp}
 	case rec.CreateOp != "" && !res.Done && IsNotFound(res.Err):
@@ -407,6 +509,10 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 		return rec, Effect{Kind: EffectGetQR, Target: rec.QueuedResource}
 	case rec.CreateOp != "" && !res.Done && res.Err != nil:
 		return fail(rec, "poll-reset", res.Err, now, cfg)
+	case rec.CreateOp != "" && !res.Done && obs.Node == nil:
+		// The node is NOT FOUND while the reset runs: normal while the
+		// platform recreates it, unless the queued resource is gone too.
+		return rec, Effect{Kind: EffectGetQR, Target: rec.QueuedResource}
 	case rec.CreateOp != "" && !res.Done:
 		return wait(rec, now, cfg, "", false)
 	case rec.CreateOp != "" && res.Err == nil:
@@ -419,9 +525,6 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 		return fail(rec, "get-queued-resource", res.Err, now, cfg)
 	case res.Effect == EffectGetQR:
 		qr := obs.QueuedResource
-		if qr == nil {
-			return closeRec(rec, fmt.Sprintf("queued resource %s NOT FOUND: not reset", rec.QueuedResource)), Effect{}
-		}
 		switch state := qrState(qr); state {
 		case "ACTIVE":
 			// Reset and finished already (its answer lost), or never sent:
@@ -443,6 +546,18 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 		return rec, Effect{Kind: EffectReset, Target: rec.QueuedResource}
 	}
 	return rec, Effect{Kind: EffectGetQR, Target: rec.QueuedResource}
+}
+
+// queuedResourceGone is why a reset recovery whose queued resource is NOT
+// FOUND closes: deleted by someone else, named when its entry is kept.
+func queuedResourceGone(rec Recovery, cfg Config) string {
+	why := fmt.Sprintf("queued resource %s NOT FOUND during recovery gen %d's reset: deleted", rec.QueuedResource, rec.Generation)
+	if e := personsDelete(rec, events.ChangeDeleteQueuedResource, rec.StartedAt, cfg, false); e != nil {
+		why += " by " + describeEvidence(e)
+	} else {
+		why += " by someone else"
+	}
+	return why + "; not reset again"
 }
 
 func qrState(q *tpu.QueuedResource) string {

@@ -2,11 +2,14 @@ package remediate
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/api/googleapi"
 	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
 )
 
 // TestAdvance has one row per transition of the recovery state machine.
@@ -39,6 +42,26 @@ func TestAdvance(t *testing.T) {
 		return r
 	}
 	withDeleteOp := func(r *Recovery) { r.DeleteOp = op }
+	// answered: the delete was sent and answered with op (not ambiguous).
+	answered := func(r *Recovery) { r.DeleteSent, r.DeleteAnswered, r.SentOps = true, true, []string{op} }
+	// unanswered: the delete was sent and its answer lost.
+	unanswered := func(r *Recovery) { r.DeleteSent, r.DeleteUnanswered = true, true }
+	// kept adds an admin-activity entry of a node delete by principal
+	// through operation opName, at when.
+	kept := func(principal, opName string, when time.Time) func(*Recovery) {
+		return func(r *Recovery) {
+			r.Evidence = append(r.Evidence, Evidence{InsertID: "e-" + principal, Change: events.ChangeDeleteNode, Principal: principal, Time: when, OperationID: opName, Last: true})
+		}
+	}
+	closedNaming := func(want string) func(t *testing.T, got Recovery) {
+		return func(t *testing.T, got Recovery) {
+			if !strings.Contains(got.LastError, want) {
+				t.Errorf("closed with %q, want it to name %q", got.LastError, want)
+			}
+		}
+	}
+	actorCfg := cfg
+	actorCfg.Actor = "autoheal@acme-ops.iam.gserviceaccount.com"
 	withCreateOp := func(r *Recovery) { r.CreateOp = op }
 	reset := func(r *Recovery) {
 		r.Action, r.QueuedResource = ActionReset, "projects/p/locations/z/queuedResources/q"
@@ -57,6 +80,7 @@ func TestAdvance(t *testing.T) {
 		wantEff   EffectKind
 		wantWait  bool // NextLookAt set
 		check     func(t *testing.T, got Recovery)
+		actor     bool // Config.Actor set (actorCfg)
 	}{
 		{name: "claimed: the node is read first", rec: rec(PhaseClaimed), wantPhase: PhaseClaimed, wantEff: EffectGet},
 		{name: "claimed, node still TERMINATED: spec saved with the deleting phase, then delete", rec: rec(PhaseClaimed),
@@ -80,7 +104,37 @@ func TestAdvance(t *testing.T) {
 		{name: "deleting, after a refused delete the node is there: back to saved, wait", rec: rec(PhaseDeleting, func(r *Recovery) { r.NextLookAt = now.Add(time.Minute) }),
 			obs: Observation{Node: node("TERMINATED")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseSaved, wantWait: true},
 		{name: "deleting without operation, node there: delete again", rec: rec(PhaseDeleting), obs: Observation{Node: node("TERMINATED")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantEff: EffectDelete},
-		{name: "deleting, node NOT FOUND: deleted, create with the saved spec", rec: rec(PhaseDeleting), res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "deleting, node NOT FOUND: deleted, create with the saved spec", rec: rec(PhaseDeleting, answered), res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate,
+			check: func(t *testing.T, got Recovery) {
+				if !got.CreateSentAt.Equal(now) {
+					t.Errorf("CreateSentAt = %v, want %v", got.CreateSentAt, now)
+				}
+			}},
+		{name: "deleting, answer lost, node NOT FOUND: wait for evidence before creating", rec: rec(PhaseDeleting, unanswered), res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantWait: true,
+			check: func(t *testing.T, got Recovery) {
+				if !got.GoneAt.Equal(now) || !got.NextLookAt.Equal(now.Add(DefaultEvidenceWait)) || got.Failures != 0 {
+					t.Errorf("GoneAt %v NextLookAt %v Failures %d; want gone now, looked at again after the evidence wait, uncounted", got.GoneAt, got.NextLookAt, got.Failures)
+				}
+			}},
+		{name: "deleting, answer lost, NOT FOUND past the evidence wait, no evidence: ours, create", rec: rec(PhaseDeleting, unanswered, func(r *Recovery) { r.GoneAt = now.Add(-DefaultEvidenceWait) }),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "deleting, NOT FOUND, a person's delete in evidence: closed naming it", rec: rec(PhaseDeleting, answered, kept("alice@acme.example", "projects/p/locations/z/operations/op-9", now.Add(-30*time.Second))),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed, check: closedNaming("alice@acme.example")},
+		{name: "deleting, NOT FOUND, the entry of our own delete's operation: ours, create", rec: rec(PhaseDeleting, answered, kept("autoheal@acme-ops.iam.gserviceaccount.com", op, now.Add(-30*time.Second))),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "deleting, NOT FOUND, a person's delete before the recovery started: not this one's evidence", rec: rec(PhaseDeleting, answered, kept("alice@acme.example", "op-9", now.Add(-time.Hour))),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "deleting, answer lost, an entry matching neither our operation nor any actor: unattributable, wait", rec: rec(PhaseDeleting, unanswered, kept("someone@acme.example", "op-9", now.Add(-30*time.Second))),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantWait: true},
+		{name: "deleting, answer lost, Actor set, someone else's delete in evidence: closed naming it", actor: true, rec: rec(PhaseDeleting, unanswered, kept("someone@acme.example", "op-9", now.Add(-30*time.Second))),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed, check: closedNaming("someone@acme.example")},
+		{name: "deleting, answer lost, Actor set, the Actor's delete in evidence, past the wait: ours, create", actor: true,
+			rec: rec(PhaseDeleting, unanswered, kept("autoheal@acme-ops.iam.gserviceaccount.com", "op-9", now.Add(-30*time.Second)), func(r *Recovery) { r.GoneAt = now.Add(-DefaultEvidenceWait) }),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "deleting, node DELETING past the failure limit: abandoned with the spec", rec: rec(PhaseDeleting, answered, func(r *Recovery) { r.Failures = failureLimit(cfg) - 1 }),
+			obs: Observation{Node: node("DELETING")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseAbandoned},
+		{name: "deleting, answered delete then a refusal, node there: stays deleting (the first may land)", rec: rec(PhaseDeleting, answered, func(r *Recovery) { r.NextLookAt = now.Add(time.Minute) }),
+			obs: Observation{Node: node("TERMINATED")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantWait: true},
 		{name: "deleting, node still DELETING: counted wait", rec: rec(PhaseDeleting), obs: Observation{Node: node("DELETING")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantWait: true,
 			check: func(t *testing.T, got Recovery) {
 				if got.Failures != 1 {
@@ -96,7 +150,12 @@ func TestAdvance(t *testing.T) {
 					t.Errorf("DeleteOp = %q, want it cleared", got.DeleteOp)
 				}
 			}},
-		{name: "deleting, operation failed: back to saved, counted", rec: rec(PhaseDeleting, withDeleteOp), res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 13, "internal")}, wantPhase: PhaseSaved, wantWait: true},
+		{name: "deleting, operation failed: counted, read the node (it may have taken effect)", rec: rec(PhaseDeleting, withDeleteOp, answered), res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 13, "internal")}, wantPhase: PhaseDeleting, wantEff: EffectGet, wantWait: true,
+			check: func(t *testing.T, got Recovery) {
+				if !got.DeleteSent || got.DeleteOp != "" || got.Failures != permanentWeight {
+					t.Errorf("DeleteSent %v DeleteOp %q Failures %d; want the delete still sent, its operation forgotten, the failure counted", got.DeleteSent, got.DeleteOp, got.Failures)
+				}
+			}},
 		{name: "deleting, operation unknown (404): read the node", rec: rec(PhaseDeleting, withDeleteOp), res: StepResult{Effect: EffectPoll, Err: api(404, "")}, wantPhase: PhaseDeleting, wantEff: EffectGet},
 		{name: "deleting, poll rate-limited (429): transient wait", rec: rec(PhaseDeleting, withDeleteOp), res: StepResult{Effect: EffectPoll, Err: api(429, "Quota exceeded for requests per minute")}, wantPhase: PhaseDeleting, wantWait: true,
 			check: func(t *testing.T, got Recovery) {
@@ -140,6 +199,14 @@ func TestAdvance(t *testing.T) {
 			}},
 		{name: "created, our node READY: recovered", rec: rec(PhaseCreated), obs: Observation{Node: ours("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseRecovered},
 		{name: "created, node without our label: closed", rec: rec(PhaseCreated), obs: Observation{Node: node("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
+		{name: "created, node NOT FOUND: a person's delete, wait for its entry, never create again", rec: rec(PhaseCreated, answered, func(r *Recovery) { r.CreateSentAt = now.Add(-time.Minute) }),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreated, wantWait: true},
+		{name: "created, node NOT FOUND, a person's delete in evidence: closed naming it", rec: rec(PhaseCreated, answered, func(r *Recovery) { r.CreateSentAt = now.Add(-time.Minute) }, kept("alice@acme.example", "op-9", now.Add(-10*time.Second))),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed, check: closedNaming("alice@acme.example")},
+		{name: "created, node NOT FOUND past the evidence wait, no evidence: abandoned for a person, never created twice", rec: rec(PhaseCreated, answered, func(r *Recovery) { r.CreateSentAt, r.GoneAt = now.Add(-3*time.Minute), now.Add(-DefaultEvidenceWait) }),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseAbandoned, check: closedNaming("not created again")},
+		{name: "creating, node NOT FOUND, a person's delete since our create in evidence: closed", rec: rec(PhaseCreating, answered, func(r *Recovery) { r.CreateSentAt = now.Add(-time.Minute) }, kept("alice@acme.example", "op-9", now.Add(-10*time.Second))),
+			res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed, check: closedNaming("alice@acme.example")},
 		{name: "created, our node still CREATING: counted wait", rec: rec(PhaseCreated), obs: Observation{Node: ours("CREATING")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreated, wantWait: true},
 		{name: "failed before Step, node gone after our delete: deleted, create", rec: rec(PhaseFailed, func(r *Recovery) { r.DeleteSent = true }), res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
 		{name: "failed before Step, node gone, never deleted by us: closed", rec: rec(PhaseFailed), res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
@@ -163,7 +230,13 @@ func TestAdvance(t *testing.T) {
 		{name: "resetting, queued resource FAILED: reset again", rec: rec(PhaseResetting, reset), obs: Observation{QueuedResource: qr("FAILED")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantEff: EffectReset},
 		{name: "resetting, queued resource ACTIVE: the node tells", rec: rec(PhaseResetting, reset), obs: Observation{QueuedResource: qr("ACTIVE")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantEff: EffectGet},
 		{name: "resetting, ACTIVE and node READY: recovered, no second reset", rec: rec(PhaseResetting, reset), obs: Observation{Node: node("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseRecovered},
-		{name: "resetting, queued resource NOT FOUND: closed", rec: rec(PhaseResetting, reset), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed},
+		{name: "resetting, queued resource NOT FOUND: closed", rec: rec(PhaseResetting, reset), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("NOT FOUND")},
+		{name: "resetting, operation running and the node NOT FOUND: read the queued resource", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll}, wantPhase: PhaseResetting, wantEff: EffectGetQR},
+		{name: "resetting, operation running, queued resource NOT FOUND: closed naming it", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("queuedResources/q NOT FOUND")},
+		{name: "resetting, queued resource NOT FOUND, a person's delete of it in evidence: closed naming them", rec: rec(PhaseResetting, reset, withCreateOp, func(r *Recovery) {
+			r.Evidence = []Evidence{{InsertID: "qr-1", Change: events.ChangeDeleteQueuedResource, Principal: "alice@acme.example", Time: now.Add(-10 * time.Second), QueuedResource: r.QueuedResource}}
+		}), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("alice@acme.example")},
+		{name: "resetting, operation running, queued resource there: wait", rec: rec(PhaseResetting, reset, withCreateOp), obs: Observation{QueuedResource: qr("PROVISIONING")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantWait: true},
 		{name: "resetting with operation: look at it once", rec: rec(PhaseResetting, reset, withCreateOp), wantPhase: PhaseResetting, wantEff: EffectPoll},
 		{name: "resetting, operation done: reset, read the node", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll, Done: true}, wantPhase: PhaseReset, wantEff: EffectGet},
 		{name: "resetting, operation ended INTERNAL: counted as permanent, operation forgotten", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 13, "internal")}, wantPhase: PhaseResetting, wantWait: true,
@@ -178,7 +251,11 @@ func TestAdvance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, eff := Advance(tt.rec, tt.obs, tt.res, now, cfg)
+			c := cfg
+			if tt.actor {
+				c = actorCfg
+			}
+			got, eff := Advance(tt.rec, tt.obs, tt.res, now, c)
 			if got.Phase != tt.wantPhase || eff.Kind != tt.wantEff {
 				t.Errorf("Advance = phase %s effect %q (last error %q), want phase %s effect %q", got.Phase, eff.Kind, got.LastError, tt.wantPhase, tt.wantEff)
 			}

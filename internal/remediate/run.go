@@ -32,6 +32,10 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs *Observation, r *Re
 			next.NextLookAt = h.now()
 			ctx = context.WithoutCancel(ctx)
 		}
+		next, eff, sealErr := h.checkSeal(ctx, rec, next, eff, r) // specseal.go
+		if sealErr != nil {
+			return h.sealWait(ctx, rec, sealErr, r)
+		}
 		if changed(rec, next) || i == 0 {
 			if err := h.save(ctx, next); err != nil {
 				r.Phase = rec.Phase
@@ -93,7 +97,7 @@ func isExhaustedText(rec Recovery) bool {
 func changed(rec, next Recovery) bool {
 	return rec.Phase != next.Phase || rec.DeleteOp != next.DeleteOp || rec.CreateOp != next.CreateOp ||
 		rec.Failures != next.Failures || !rec.NextLookAt.Equal(next.NextLookAt) || rec.LastError != next.LastError ||
-		rec.Spec != next.Spec || rec.NodeID != next.NodeID || rec.QueuedResource != next.QueuedResource || rec.DeleteSent != next.DeleteSent
+		rec.Spec != next.Spec || !rec.SpecSeal.Equal(next.SpecSeal) || rec.NodeID != next.NodeID || rec.QueuedResource != next.QueuedResource || rec.DeleteSent != next.DeleteSent
 }
 
 // effect makes one call the recovery asked for and returns its result; a

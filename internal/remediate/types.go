@@ -15,6 +15,7 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 )
 
 // Action is what was done about an event or a swept node. The same six words
@@ -125,6 +126,17 @@ type Config struct {
 	// until this long after the maintenance started
 	// (AUTOHEAL_MAINTENANCE_MAX; 0 = DefaultMaintenanceMax, 4h).
 	MaintenanceMax time.Duration
+
+	// Actor is the identity the recovery acts as (AUTOHEAL_ACTOR: the
+	// function's service account, set by Terraform; replay: the
+	// credentials' account or --actor). An admin-activity entry by Actor
+	// is ours; "" = only an entry whose operation we saved is ours.
+	Actor string
+	// EvidenceWait is how long, after a delete whose outcome was ambiguous
+	// (no operation saved) or a node gone after our create finished, the
+	// recovery waits for a person's audit entry before it concludes
+	// (AUTOHEAL_EVIDENCE_WAIT; 0 = DefaultEvidenceWait).
+	EvidenceWait time.Duration
 }
 
 // Defaults of the newer policy knobs.
@@ -134,6 +146,9 @@ const (
 	DefaultHoldTTL           = 168 * time.Hour
 	DefaultCheckpointTimeout = 30 * time.Minute
 	DefaultResumeWatch       = 2 * time.Hour
+	// DefaultEvidenceWait: admin-activity audit entries reach the function
+	// within about a minute of the call.
+	DefaultEvidenceWait = 90 * time.Second
 )
 
 // DefaultConfig returns the documented defaults.
@@ -158,6 +173,7 @@ func DefaultConfig() Config {
 		CheckpointTimeout: DefaultCheckpointTimeout,
 		ResumeWatch:       DefaultResumeWatch,
 		MaintenanceMax:    DefaultMaintenanceMax,
+		EvidenceWait:      DefaultEvidenceWait,
 	}
 }
 
@@ -241,6 +257,11 @@ type Recovery struct {
 	Action  Action // recreate or reset
 	Phase   Phase
 	Spec    *tpu.Node // saved before delete; output-only fields cleared
+	// SpecSeal is the MAC over the saved spec (seal.SpecMessage of the
+	// node, generation and spec), made when the spec was saved and
+	// verified before the delete and before the create (specseal.go).
+	// Zero: no seal (unsealed: saved before seals, or with no Sealer).
+	SpecSeal seal.Seal
 	// NodeID is the TPU node id of the node whose spec was saved (0 =
 	// unknown: a legacy TPU Node, or a recovery saved before the field
 	// existed). Only that node is ever deleted: a node of the same name
@@ -274,6 +295,41 @@ type Recovery struct {
 	// (RecoveryAge). The store adds to it when a pause covering the node is
 	// lifted; an Update never changes it.
 	Paused time.Duration
+
+	// The evidence rule (recovery.go: "Evidence"). SentOps are the
+	// operations this recovery's deletes and creates started, as their
+	// answers named them: an audit entry of one of them is ours.
+	// DeleteAnswered: a delete of this recovery returned its operation
+	// (false after DeleteSent: the delete's outcome is ambiguous).
+	// DeleteUnanswered: a delete of this recovery failed in a way that
+	// may still have taken effect (a transient failure, a deadline, NOT
+	// FOUND). CreateSentAt is when the last create was requested. GoneAt is when the node was first seen
+	// NOT FOUND where only evidence can say whose doing that was (zero
+	// otherwise): the recovery waits EvidenceWait from it.
+	SentOps          []string
+	DeleteAnswered   bool
+	DeleteUnanswered bool
+	CreateSentAt     time.Time
+	GoneAt           time.Time
+	// Evidence are the admin-activity entries about the node (or its
+	// queued resource) kept while the recovery is unfinished (Store.
+	// KeepEvidence): the store's, never overwritten by Update.
+	Evidence []Evidence
+}
+
+// Evidence is what an admin-activity audit entry says about a node with an
+// unfinished recovery: who created or deleted it (or its queued resource),
+// when, through which operation.
+type Evidence struct {
+	InsertID    string
+	Change      events.Change
+	Principal   string
+	Time        time.Time
+	OperationID string
+	Last        bool // the operation's last entry (Code: how it ended)
+	Code        int
+	// QueuedResource: a delete-queued-resource entry's queued resource.
+	QueuedResource string
 }
 
 // Unfinished reports whether the recovery still has steps to run.
@@ -400,6 +456,11 @@ type Store interface {
 	// resumes there.
 	SweepCursor(ctx context.Context) (string, error)
 	SetSweepCursor(ctx context.Context, cursor string) error
+	// KeepEvidence adds e to node's recovery while it is unfinished, the
+	// lease aside (evidence arrives while the recovery is held); kept is
+	// false when the node has no unfinished recovery. An entry already
+	// kept (same InsertID) is kept once. Update never drops kept evidence.
+	KeepEvidence(ctx context.Context, node string, e Evidence) (kept bool, err error)
 }
 
 // Step is one timed step of carrying out a decision.

@@ -20,6 +20,7 @@
 package seal
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -40,6 +41,9 @@ type Seal struct {
 // IsZero reports whether s is no seal at all (what a spec saved before
 // seals existed carries).
 func (s Seal) IsZero() bool { return s.KeyVersion == "" && len(s.MAC) == 0 }
+
+// Equal reports whether s and t are the same seal.
+func (s Seal) Equal(t Seal) bool { return s.KeyVersion == t.KeyVersion && bytes.Equal(s.MAC, t.MAC) }
 
 // Sealer makes and checks seals over a message: in practice SpecMessage's.
 // Both implementations MAC the message's SHA-256 digest rather than the

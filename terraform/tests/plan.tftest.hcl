@@ -200,7 +200,7 @@ run "one_training_project" {
     condition = alltrue([
       for k, v in jsondecode(file("${path.module}/go-contract.json")).config_env :
       google_cloudfunctions2_function.autoheal.service_config[0].environment_variables[k] == v
-      if !contains(["AUTOHEAL_PROJECT", "AUTOHEAL_PROJECTS", "AUTOHEAL_DRY_RUN", "AUTOHEAL_KICK_TOPIC", "AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY"], k)
+      if !contains(["AUTOHEAL_PROJECT", "AUTOHEAL_PROJECTS", "AUTOHEAL_DRY_RUN", "AUTOHEAL_KICK_TOPIC", "AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY", "AUTOHEAL_ACTOR"], k)
     ])
     error_message = "a default of the module differs from function.Config's default (the default name must give the Go defaults of the database, log and app label)"
   }

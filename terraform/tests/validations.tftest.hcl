@@ -729,6 +729,20 @@ run "maintenance_max" {
   expect_failures = [var.maintenance_max]
 }
 
+run "sweep_min_interval" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    sweep_min_interval = "30 s"
+  }
+
+  expect_failures = [var.sweep_min_interval]
+}
+
 run "resume_watch" {
   command = plan
 
@@ -741,6 +755,20 @@ run "resume_watch" {
   }
 
   expect_failures = [var.resume_watch]
+}
+
+run "evidence_wait" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    evidence_wait = "90"
+  }
+
+  expect_failures = [var.evidence_wait]
 }
 
 run "retry_maximum_backoff_shorter_than_minimum" {

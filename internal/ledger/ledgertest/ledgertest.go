@@ -112,6 +112,7 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 	ctx := context.Background()
 	runGuards(t, newStore, opts)
 	runFollower(t, newStore, opts) // follower.go
+	runEvidence(t, newStore)       // evidence.go
 
 	t.Run("event is first only once", func(t *testing.T) {
 		s := newStore(t)
@@ -215,6 +216,47 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 		h := mustHistory(t, s, nodeA, "", t0.Add(5*time.Minute))
 		if got, want := h.Recovery.LeaseUntil, t0.Add(6*time.Minute); !got.Equal(want) {
 			t.Errorf("LeaseUntil after a late update = %v; want %v", got, want)
+		}
+	})
+
+	t.Run("takeover by the same holder is a new attempt: the old attempt loses the claim", func(t *testing.T) {
+		// One holder id is shared by every request of one function
+		// instance: the claim token is holder AND attempt, so a stalled
+		// request of an instance that took its own recovery over cannot
+		// write over the new attempt.
+		s := newStore(t)
+		old := mustClaim(t, s, req(nodeA, "h1", t0))
+		at := t0.Add(2 * time.Minute) // the lease (1 min) expired
+		cur := mustClaim(t, s, req(nodeA, "h1", at))
+		if cur.Attempts != 2 || cur.Holder != "h1" {
+			t.Fatalf("takeover by the same holder = holder %s attempt %d; want h1 attempt 2", cur.Holder, cur.Attempts)
+		}
+		old.Phase, old.UpdatedAt = remediate.PhaseDeleting, at.Add(time.Second)
+		if err := s.Update(ctx, old); !errors.Is(err, remediate.ErrLeaseLost) {
+			t.Errorf("Update by attempt 1 after attempt 2 took over (same holder): err = %v; want ErrLeaseLost", err)
+		}
+		if h := mustHistory(t, s, nodeA, "", at); h.Recovery == nil || h.Recovery.Phase != remediate.PhaseClaimed || h.Recovery.Attempts != 2 {
+			t.Errorf("after the stale update: recovery %+v; want attempt 2 still claimed", h.Recovery)
+		}
+	})
+
+	t.Run("lease is released at NextLookAt", func(t *testing.T) {
+		// A recovery waiting for its operation is looked at by whoever
+		// comes at NextLookAt (a sweep of another instance), not only once
+		// the lease the update renewed has run out.
+		s := newStore(t)
+		r := mustClaim(t, s, req(nodeA, "h1", t0))
+		r.Phase, r.Spec, r.DeleteSent = remediate.PhaseDeleting, Spec(nodeA), true
+		r.UpdatedAt = t0.Add(time.Second)
+		r.NextLookAt = t0.Add(5 * time.Second) // well before UpdatedAt+Lease (61 s)
+		mustUpdate(t, s, r)
+		h := mustHistory(t, s, nodeA, "", t0.Add(time.Second))
+		if got := h.Recovery.LeaseUntil; !got.Equal(r.NextLookAt) {
+			t.Errorf("LeaseUntil after an update with NextLookAt %v = %v; want NextLookAt", r.NextLookAt, got)
+		}
+		got := mustClaim(t, s, req(nodeA, "h2", r.NextLookAt))
+		if got.Holder != "h2" || got.Attempts != 2 || got.Phase != remediate.PhaseDeleting {
+			t.Errorf("claim at NextLookAt = holder %s attempt %d phase %s; want h2 attempt 2 deleting (a takeover)", got.Holder, got.Attempts, got.Phase)
 		}
 	})
 

