@@ -105,6 +105,10 @@ type Config struct {
 	// CheckpointTimeout: with early maintenance, how long after the notice
 	// the checkpoint may take before maintenance is left to the platform.
 	CheckpointTimeout time.Duration `split_words:"true" default:"30m"`
+	// MaintenanceMax bounds the maintenance exemption: a node in
+	// maintenance (ONGOING, or started by tpu-autoheal) is not recreated
+	// for being unhealthy until this long after the maintenance started.
+	MaintenanceMax time.Duration `split_words:"true" default:"4h"`
 	// ResumeWatch is how long the guest's training-resumed report is
 	// waited for after an incident.
 	ResumeWatch time.Duration `split_words:"true" default:"2h"`

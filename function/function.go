@@ -196,7 +196,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 			return fail(fmt.Errorf("firestore client for database %s: %w", cfg.FirestoreDatabase, err))
 		}
 		f.closers = append(f.closers, fc.Close)
-		d.store = ledger.NewFirestore(fc, ledger.WithHoldTTL(cfg.HoldTTL))
+		// The ledger's clock is the function's: an event mark's expiry is
+		// judged on the same clock that dated it.
+		d.store = ledger.NewFirestore(fc, ledger.WithHoldTTL(cfg.HoldTTL), ledger.WithClock(d.now))
 		if d.vmStore == nil {
 			d.vmStore = computevm.NewFirestore(fc, "") // instance.go
 		}

@@ -163,6 +163,7 @@ func (c Config) Validate() error {
 		{"STUCK_GRACE", c.StuckGrace}, {"COOLDOWN", c.Cooldown}, {"WINDOW", c.Window},
 		{"LEASE", c.Lease}, {"EVENT_TTL", c.EventTTL}, {"SWEEP_BUDGET", c.SweepBudget}, {"LOOK_AGAIN", c.LookAgain},
 		{"HOLD_TTL", c.HoldTTL}, {"CHECKPOINT_TIMEOUT", c.CheckpointTimeout}, {"RESUME_WATCH", c.ResumeWatch},
+		{"MAINTENANCE_MAX", c.MaintenanceMax},
 	} {
 		if d.v <= 0 {
 			bad(d.name, d.v.String(), "want a positive duration")
@@ -219,6 +220,7 @@ func (c Config) RemediateConfig() remediate.Config {
 		MaintenanceMode:   c.Maintenance,
 		CheckpointTimeout: c.CheckpointTimeout,
 		ResumeWatch:       c.ResumeWatch,
+		MaintenanceMax:    c.MaintenanceMax,
 		Actor:             c.Actor,
 		EvidenceWait:      c.EvidenceWait,
 		Zones:             c.Zones,

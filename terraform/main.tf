@@ -596,6 +596,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_KICK_TOPIC                = google_pubsub_topic.events.id
       AUTOHEAL_MAINTENANCE               = var.maintenance
       AUTOHEAL_CHECKPOINT_TIMEOUT        = var.checkpoint_timeout
+      AUTOHEAL_MAINTENANCE_MAX           = var.maintenance_max
       AUTOHEAL_RESUME_WATCH              = var.resume_watch
       AUTOHEAL_ACTOR                     = google_service_account.function.email
       AUTOHEAL_EVIDENCE_WAIT             = var.evidence_wait

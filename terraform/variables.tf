@@ -592,6 +592,17 @@ variable "stockout_zone_after" {
   }
 }
 
+variable "maintenance_max" {
+  type        = string
+  description = "How long after a maintenance started (its window start, or tpu-autoheal's own performMaintenance when earlier) a node in it stops being exempt from the unhealthy grace (AUTOHEAL_MAINTENANCE_MAX), a Go duration."
+  default     = "4h"
+
+  validation {
+    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.maintenance_max))
+    error_message = "maintenance_max must be a Go duration such as 4h."
+  }
+}
+
 variable "resume_watch" {
   type        = string
   description = "How long the guest's training-resumed report is waited for after an incident (AUTOHEAL_RESUME_WATCH), a Go duration."

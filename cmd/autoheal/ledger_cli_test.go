@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -282,5 +283,52 @@ func TestStatusNodeSpecPrintsTheSavedSpec(t *testing.T) {
 	out, err = runLedgerCmd(t, "status", "--node", cliNode, "--ledger-project", "host-proj")
 	if err != nil || !strings.Contains(out, "recovery: recreate gen 1 saved") {
 		t.Errorf("status --node = %q, %v; want the recovery", out, err)
+	}
+}
+
+// A node a pause leaves deleted (its recovery sent the delete) is what a
+// person must see first: status lists it first and marks it.
+func TestStatusListsPausedDeletedNodesFirst(t *testing.T) {
+	m := ledger.NewMemory()
+	withLedger(t, m)
+	ctx := context.Background()
+	now := time.Now()
+	// llm-a sorts first but is only claimed; llm-b sent its delete.
+	if _, err := m.Claim(ctx, claimReq(cliNode, now)); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := m.Claim(ctx, claimReq(cliNodeB, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Phase, rec.DeleteSent = remediate.PhaseDeleting, true
+	if err := m.Update(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runLedgerCmd(t, "pause", "--project", "proj-a", "--reason", "INC-9", "--by", "alice", "--ledger-project", "host-proj"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runLedgerCmd(t, "status", "--format", "json", "--ledger-project", "host-proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("status JSON: %v\n%s", err, out)
+	}
+	var got []string
+	for _, r := range rep.Unfinished {
+		got = append(got, fmt.Sprintf("%s %v", r.Node, r.DeletedWhilePaused))
+	}
+	want := []string{cliNodeB + " true", cliNode + " false"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unfinished (-want +got):\n%s", diff)
+	}
+	text, err := runLedgerCmd(t, "status", "--ledger-project", "host-proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "DELETED WHILE PAUSED") {
+		t.Errorf("status text does not mark the paused, deleted node:\n%s", text)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
@@ -79,6 +80,9 @@ type statusRecovery struct {
 	StartedAt  time.Time `json:"startedAt"`
 	SpecSaved  bool      `json:"specSaved"`
 	LastError  string    `json:"lastError"`
+	// DeletedWhilePaused: the recovery deleted the node and a pause holds
+	// it back: the node stays deleted until resume (listed first).
+	DeletedWhilePaused bool `json:"deletedWhilePaused,omitempty"`
 }
 
 // statusNodeHistory is status --node's JSON output
@@ -196,8 +200,21 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("status: %w", err)
 	}
 	for _, r := range un {
-		rep.Unfinished = append(rep.Unfinished, recoveryStatus(r))
+		st := recoveryStatus(r)
+		if remediate.DeletedWhilePaused(&r) {
+			for _, p := range pauses {
+				if p.Covers(r.Node) {
+					st.DeletedWhilePaused = true
+					break
+				}
+			}
+		}
+		rep.Unfinished = append(rep.Unfinished, st)
 	}
+	// A node a pause leaves deleted is what a person must see first.
+	sort.SliceStable(rep.Unfinished, func(i, j int) bool {
+		return rep.Unfinished[i].DeletedWhilePaused && !rep.Unfinished[j].DeletedWhilePaused
+	})
 	if *format == "json" {
 		return writeJSON(stdout, rep)
 	}
@@ -236,6 +253,9 @@ func printStatus(w io.Writer, rep statusReport) error {
 	}
 	p.printf("unfinished recoveries: %d\n", len(rep.Unfinished))
 	for _, r := range rep.Unfinished {
+		if r.DeletedWhilePaused {
+			p.printf("  DELETED WHILE PAUSED (created again only after autoheal resume):")
+		}
 		p.printf("  %s  %s gen %d %s, attempt %d, held by %s until %s", r.Node, r.Action, r.Generation, r.Phase, r.Attempts, r.Holder, ts(r.LeaseUntil))
 		if r.LastError != "" {
 			p.printf(": %s", r.LastError)

@@ -136,8 +136,8 @@ func update(n nodeLedger, rec remediate.Recovery) (nodeLedger, error) {
 	u := cloneRecovery(rec)
 	// Identity and claim fields belong to the store, and so does the
 	// evidence kept while the holder worked (keepEvidence).
-	u.Node, u.Project, u.Generation, u.Holder, u.Attempts, u.StartedAt =
-		cur.Node, cur.Project, cur.Generation, cur.Holder, cur.Attempts, cur.StartedAt
+	u.Node, u.Project, u.Generation, u.Holder, u.Attempts, u.StartedAt, u.Paused =
+		cur.Node, cur.Project, cur.Generation, cur.Holder, cur.Attempts, cur.StartedAt, cur.Paused
 	u.Evidence = slices.Clone(cur.Evidence)
 	if u.UpdatedAt.Before(cur.UpdatedAt) {
 		u.UpdatedAt = cur.UpdatedAt

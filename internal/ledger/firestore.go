@@ -123,6 +123,7 @@ type recoveryDoc struct {
 	Recreates      []time.Time `firestore:"recreates"`
 	NextLookAt     time.Time   `firestore:"nextLookAt"`
 	Failures       int         `firestore:"failures"`
+	PausedMillis   int64       `firestore:"pausedMillis"` // Recovery.Paused
 	// The evidence rule (remediate/evidence.go).
 	SentOps          []string  `firestore:"sentOps"`
 	DeleteAnswered   bool      `firestore:"deleteAnswered"`
@@ -145,7 +146,8 @@ func (d recoveryDoc) fields() map[string]any {
 		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
 		"sentOps": d.SentOps, "deleteAnswered": d.DeleteAnswered, "deleteUnanswered": d.DeleteUnanswered,
 		"createSentAt": d.CreateSentAt, "goneAt": d.GoneAt, "evidence": d.Evidence,
-		"stockouts": d.Stockouts,
+		"stockouts":    d.Stockouts,
+		"pausedMillis": d.PausedMillis,
 	}
 }
 
@@ -175,6 +177,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		NextLookAt: r.NextLookAt, Failures: r.Failures, Stockouts: r.Stockouts,
 		SentOps: r.SentOps, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
 		CreateSentAt: r.CreateSentAt, GoneAt: r.GoneAt, Evidence: evidence,
+		PausedMillis: r.Paused.Milliseconds(),
 	}, nil
 }
 
@@ -195,6 +198,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
 		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures, Stockouts: d.Stockouts,
+		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
 		SentOps: d.SentOps, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
 		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
 	}, nil

@@ -208,11 +208,22 @@ func (f *Firestore) ClearPause(ctx context.Context, p remediate.Pause) (bool, er
 			return false, err
 		}
 		k := pauseKey(p)
-		if _, ok := set[k]; !ok {
+		stored, ok := set[k]
+		if !ok {
 			return false, nil
 		}
 		delete(set, k)
-		if err = f.commit(ctx, write{snap: snaps[0], data: set.fields()}); err == nil {
+		writes := []write{{snap: snaps[0], data: set.fields()}}
+		// In the same commit: the time the pause held recoveries back,
+		// which does not count toward their age bound
+		// (remediate.RecoveryAge). While the pause stands no claim of
+		// theirs succeeds, so their documents do not change under us.
+		paused, perr := f.pausedWrites(ctx, stored)
+		if perr != nil {
+			return false, fmt.Errorf("resume %s: %w", p.What(), perr)
+		}
+		writes = append(writes, paused...)
+		if err = f.commit(ctx, writes...); err == nil {
 			return true, nil
 		}
 		if !lostRace(err) {
@@ -223,6 +234,27 @@ func (f *Firestore) ClearPause(ctx context.Context, p remediate.Pause) (bool, er
 		}
 	}
 	return false, fmt.Errorf("resume %s: contention persisted: %w", p.What(), err)
+}
+
+// pausedWrites are the writes that add, to every unfinished recovery p
+// covers, the time p held it back (Recovery.Paused).
+func (f *Firestore) pausedWrites(ctx context.Context, p remediate.Pause) ([]write, error) {
+	now := f.clock()
+	var out []write
+	err := each(f.col(CollectionRecoveries).Where("unfinished", "==", true).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
+		n, err := fromSnapshot(s)
+		if err != nil {
+			return err
+		}
+		r := n.Latest
+		if r == nil || !r.Unfinished() || !p.Covers(r.Node) {
+			return nil
+		}
+		total := r.Paused + remediate.PausedTime(p, *r, now)
+		out = append(out, write{snap: s, data: map[string]any{"pausedMillis": total.Milliseconds()}})
+		return nil
+	})
+	return out, err
 }
 
 // Pauses implements Admin.

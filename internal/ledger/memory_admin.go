@@ -29,7 +29,17 @@ func (m *Memory) ClearPause(ctx context.Context, p remediate.Pause) (bool, error
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := pauseKey(p)
-	_, ok := m.pauses[k]
+	stored, ok := m.pauses[k]
+	if ok {
+		// The time it held recoveries back does not count toward their
+		// age bound (remediate.RecoveryAge).
+		now := m.clock()
+		for _, n := range m.nodes {
+			if r := n.Latest; r != nil && r.Unfinished() && stored.Covers(r.Node) {
+				r.Paused += remediate.PausedTime(stored, *r, now)
+			}
+		}
+	}
 	delete(m.pauses, k)
 	return ok, nil
 }

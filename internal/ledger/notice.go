@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 )
 
 // CollectionNotices holds one document per claimed step of a maintenance
-// notice: notices/{node key}|{windowStart}|{step}, with the fields node,
-// windowStart, step, at and expireAt (NoticeExpireField, for a TTL policy).
+// notice: notices/{node key}|{windowStart}|{step} ({node key} is the node's
+// name and #id; notices claimed before ids were keyed by name only), with
+// the fields node, nodeId, windowStart, step, at and expireAt (NoticeExpireField, for a TTL policy).
 const CollectionNotices = "notices"
 
 // NoticeExpireField is the field a Firestore TTL policy on notices deletes
@@ -34,8 +36,15 @@ var noticeSteps = []string{
 	remediate.NoticeStepInvalid, remediate.NoticeStepDryPrepare, remediate.NoticeStepDryMaintain,
 }
 
+// noticeID is the document id of a claimed step: by node name, then the
+// node id when the key has one (a key without it is the old form, by name
+// only, still read: remediate.NoticeKey).
 func noticeID(key remediate.NoticeKey, step string) string {
-	return key.Node + "|" + key.WindowStart + "|" + step
+	node := key.Node
+	if key.NodeID != 0 {
+		node += "#" + strconv.FormatInt(key.NodeID, 10)
+	}
+	return node + "|" + key.WindowStart + "|" + step
 }
 
 func checkNotice(key remediate.NoticeKey, step string) error {
@@ -122,7 +131,7 @@ func (f *FirestoreNotices) ClaimNotice(ctx context.Context, key remediate.Notice
 		return false, fmt.Errorf("claim %w", err)
 	}
 	_, err := f.ref(key, step).Create(ctx, map[string]any{ // rest: firestore.projects.databases.documents.commit
-		"node": key.Node, "windowStart": key.WindowStart, "step": step, "at": at,
+		"node": key.Node, "nodeId": key.NodeID, "windowStart": key.WindowStart, "step": step, "at": at,
 		NoticeExpireField: at.Add(NoticeRetention),
 	})
 	switch {

@@ -51,6 +51,21 @@ func runNoticeContract(t *testing.T, newStore func(t *testing.T) remediate.Notic
 		}
 	})
 
+	t.Run("a key with the node id and the old key by name are different notices, both readable", func(t *testing.T) {
+		s := newStore(t)
+		old := key // claimed before node ids were part of the key
+		byID := remediate.NoticeKey{Node: key.Node, NodeID: 4242, WindowStart: key.WindowStart}
+		mustClaimNotice(t, s, old, remediate.NoticeStepPrepare, at, true)
+		if got, err := s.NoticeSteps(ctx, byID); err != nil || len(got) != 0 {
+			t.Errorf("steps under the id key = %v, %v; want none (the old document is not under it)", got, err)
+		}
+		if got, err := s.NoticeSteps(ctx, byID.ByName()); err != nil || !got[remediate.NoticeStepPrepare].Equal(at) {
+			t.Errorf("steps under the old key = %v, %v; want prepare at %s", got, err, at)
+		}
+		mustClaimNotice(t, s, byID, remediate.NoticeStepPrepare, at, true)
+		mustClaimNotice(t, s, remediate.NoticeKey{Node: key.Node, NodeID: 4243, WindowStart: key.WindowStart}, remediate.NoticeStepPrepare, at, true)
+	})
+
 	t.Run("a released claim can be taken again", func(t *testing.T) {
 		s := newStore(t)
 		mustClaimNotice(t, s, key, remediate.NoticeStepMaintain, at, true)

@@ -30,6 +30,8 @@ import (
 //	record, defer, skip    INFO     nothing done, or a guard held; skips are
 //	                                 alerted on by metric (labels.action), not severity
 //	any action with Err    ERROR    carrying the decision out failed
+//	Severity set           that     WARNING: nothing failed, but a person should
+//	                                 look (a page token that looped, a paused node left deleted)
 //
 // Labels (entry labels; "logging.googleapis.com/labels" on stdout), each
 // omitted when empty:
@@ -86,6 +88,9 @@ const (
 func Severity(r remediate.Record) string {
 	if r.Err != "" {
 		return "ERROR"
+	}
+	if r.Severity != "" {
+		return r.Severity
 	}
 	switch r.Action {
 	case remediate.ActionRecreate, remediate.ActionReset:

@@ -84,6 +84,9 @@ func plan(d Decision, ev events.Event, obs Observed, h History, now time.Time, c
 		}
 	case ActionDefer:
 		d.Deferral = deferral(ev, h, now, d.Due, d.Reason)
+		if !d.Since.IsZero() {
+			d.Deferral.Since = d.Since
+		}
 	case ActionRecreate, ActionReset:
 		d.Claim = true
 		d.ClearDeferral = h.Deferral != nil
@@ -304,10 +307,23 @@ func decideNode(obs Observed, h History, now time.Time, cfg Config, cause events
 
 // afterGrace defers until the node has been in its condition for grace, then
 // repairs it. The condition started at the pending deferral's Since, or now.
+//
+// A node in maintenance (ONGOING, or the one tpu-autoheal started) is not
+// counted against its grace until the maintenance is over, within the
+// bound cfg.MaintenanceMax (maintenanceExemption).
 func afterGrace(obs Observed, h History, now time.Time, cfg Config, grace time.Duration, cond string) Decision {
 	since := now
 	if h.Deferral != nil && !h.Deferral.Since.IsZero() && h.Deferral.Since.Before(now) {
 		since = h.Deferral.Since
+	}
+	exempt, from, exemptDue, why, inMaint := maintenanceExemption(obs, since, now, cfg)
+	if exempt {
+		return Decision{Action: ActionDefer, Due: exemptDue, Since: from, Reason: fmt.Sprintf(
+			"%s; %s: look again at %s", cond, why, exemptDue.UTC().Format(time.RFC3339))}
+	}
+	if inMaint {
+		since = from
+		cond += " (" + why + ")"
 	}
 	due := since.Add(grace)
 	if now.Before(due) {

@@ -225,8 +225,15 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 		r.Action, r.Reason = ActionSkip, "ledger unavailable: not decided"
 		return h.finish(ctx, ev, r, &ActError{Step: "history", Node: name, Transient: true, Err: err}, "")
 	}
+	if obs.Maintenance == nil {
+		obs.Maintenance = h.ourMaintenance(ctx, obs.Node) // maintenance_exempt.go
+	}
 	d := Decide(ev, obs, hist, now, cfg)
 	r.Action, r.Reason = d.Action, d.Reason
+	if hist.Pause != nil && DeletedWhilePaused(hist.Recovery) && d.Action == ActionSkip {
+		// A person should see this one: the node is down until resume.
+		r.Severity, r.Reason = SeverityWarning, pausedDeletedReason(*hist.Recovery, *hist.Pause, now)+"; "+r.Reason
+	}
 	if obs.Node != nil {
 		// Every record that saw the node says its size, so a report counts
 		// chip-hours of self-recoveries too.
@@ -427,6 +434,10 @@ func (h *Handler) recover(ctx context.Context, ev events.Event, obs *Observed, h
 	name := ev.Node.Name()
 	now := r.Time
 	if d.Action == ActionRecreate && (hist.Recovery == nil || !hist.Recovery.Unfinished()) {
+		// Checked before anything is claimed or deleted (bounds.go).
+		if refused, err := h.refuseOversize(ctx, obs.Node, r); refused {
+			return err
+		}
 		// A new recreate, before anything is claimed or deleted (a
 		// takeover finishes what was started).
 		why, err := h.Accounts.Check(ctx, obs.Node) // specseal.go
@@ -514,6 +525,10 @@ func (h *Handler) save(ctx context.Context, rec Recovery) error {
 	if err := h.Store.Update(ctx, rec); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return &ActError{Step: "ledger", Node: rec.Node, Transient: false, Err: err}
+		}
+		if permanentLedgerError(err) {
+			// The ledger refused the write itself: no retry can mend it.
+			return &ActError{Step: "ledger", Node: rec.Node, Transient: false, Err: fmt.Errorf("save phase %s: %w", rec.Phase, err)}
 		}
 		return &ActError{Step: "ledger", Node: rec.Node, Transient: true, Err: fmt.Errorf("save phase %s: %w", rec.Phase, err)}
 	}

@@ -69,11 +69,20 @@ type CheckpointReport struct {
 	Time       string `json:"time"`
 }
 
-// NoticeKey names one notice: a node and its upcoming maintenance window.
+// NoticeKey names one notice: a node (its name and id) and its upcoming
+// maintenance window. The id tells a replacement node (a person recreated
+// it: same name, new id) from the one the notice was sent to, so the
+// replacement gets its own notice for the same window. NodeID 0 is the key
+// notices were claimed under before ids were part of it (by name only):
+// the Maintainer still honours those (maintenance_act.go, noticeSteps).
 type NoticeKey struct {
 	Node        string
+	NodeID      int64
 	WindowStart string
 }
+
+// ByName is the key's old form, without the node id.
+func (k NoticeKey) ByName() NoticeKey { k.NodeID = 0; return k }
 
 // MaintenanceObserved is what DecideMaintenance looks at.
 type MaintenanceObserved struct {
@@ -180,7 +189,7 @@ func DecideMaintenance(obs MaintenanceObserved, now time.Time, cfg Config) Maint
 	}
 	um := node.UpcomingMaintenance
 	mode, warn := MaintenanceMode(node, cfg)
-	d := MaintenanceDecision{Mode: mode, Key: NoticeKey{Node: node.Name, WindowStart: um.WindowStartTime}}
+	d := MaintenanceDecision{Mode: mode, Key: NoticeKey{Node: node.Name, NodeID: node.Id, WindowStart: um.WindowStartTime}}
 	if warn != "" {
 		d.Warnings = append(d.Warnings, warn)
 	}

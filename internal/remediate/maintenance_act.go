@@ -68,7 +68,7 @@ func (m *Maintainer) Observe(ctx context.Context, ev events.Event, node *tpu.Nod
 	if r.Cause == "" || r.Cause == events.CauseUnknown {
 		r.Cause = events.CauseMaintenance
 	}
-	steps, err := m.Notices.NoticeSteps(ctx, d.Key)
+	steps, err := m.noticeSteps(ctx, d.Key, node)
 	if err != nil {
 		return m.fail(r, ActionSkip, "notice ledger unavailable: maintenance not decided", &ActError{Step: "ledger", Node: r.Node, Transient: true, Err: err})
 	}
@@ -235,4 +235,36 @@ func maintCall[T any](m *Maintainer, ctx context.Context, r *Record, step string
 func (m *Maintainer) fail(r Record, action Action, reason string, err error) (Record, bool, error) {
 	r.Action, r.Reason, r.Err = action, reason, err.Error()
 	return r, true, err
+}
+
+// noticeSteps are the steps claimed for the notice key names: those under
+// the key (node id and window), and those claimed under the old key (node
+// name and window, NodeID 0) while this node existed, that is at or after
+// its createTime: a claim older than the node was made for the node it
+// replaced, and must not keep the replacement from its own notice. A node
+// whose createTime cannot be read honours every old claim (the old
+// behaviour: at worst a replacement misses its notice, never a node gets
+// a second one).
+func (m *Maintainer) noticeSteps(ctx context.Context, key NoticeKey, node *tpu.Node) (map[string]time.Time, error) {
+	steps, err := m.Notices.NoticeSteps(ctx, key)
+	if err != nil || key.NodeID == 0 {
+		return steps, err
+	}
+	old, err := m.Notices.NoticeSteps(ctx, key.ByName())
+	if err != nil {
+		return nil, err
+	}
+	created, cerr := time.Parse(time.RFC3339Nano, node.CreateTime)
+	for step, at := range old {
+		if _, ok := steps[step]; ok {
+			continue
+		}
+		if cerr != nil || !at.Before(created) {
+			if steps == nil {
+				steps = map[string]time.Time{}
+			}
+			steps[step] = at
+		}
+	}
+	return steps, nil
 }

@@ -133,7 +133,7 @@ func TestDecideMaintenanceEveryCombination(t *testing.T) {
 								if wantWarn := label == "sometimes"; (len(got.Warnings) > 0) != wantWarn {
 									t.Errorf("warnings %q, want a warning: %t", got.Warnings, wantWarn)
 								}
-								if got.Key != (NoticeKey{Node: node.Name, WindowStart: maintWindow}) {
+								if got.Key != (NoticeKey{Node: node.Name, NodeID: node.Id, WindowStart: maintWindow}) {
 									t.Errorf("key %+v", got.Key)
 								}
 								if wantAction == ActionPrepare {

@@ -3,6 +3,7 @@ package remediate
 import (
 	"context"
 	"fmt"
+	"time"
 
 	tpu "google.golang.org/api/tpu/v2"
 
@@ -38,8 +39,16 @@ func (h *Handler) maintenanceHook(ctx context.Context, ev events.Event, obs Obse
 	return true, err
 }
 
-// DefaultZoneHintNodes bounds the nodes one zone hint looks at.
-const DefaultZoneHintNodes = 500
+// Bounds of one zone hint: the nodes it looks at, the pages it lists and
+// how long it runs. A zone hint is a delivery Pub/Sub waits on: it must be
+// answered well within the push subscription's deadline, or Pub/Sub
+// delivers it again and a second look starts beside the first. The sweep
+// sees whatever a zone hint left.
+const (
+	DefaultZoneHintNodes  = 500
+	DefaultZoneHintPages  = 20
+	DefaultZoneHintBudget = time.Minute
+)
 
 // HandleZoneHint handles a Compute Engine entry about a TPU worker VM
 // (compute.instances.upcomingMaintenance, preempted, hostError,
@@ -63,7 +72,19 @@ func (h *Handler) HandleZoneHint(ctx context.Context, ev events.Event) (SweepRes
 	parent := ev.Node.Parent()
 	token, looked := "", 0
 	var lerr error
+	budget := h.Config.ZoneHintBudget
+	if budget <= 0 {
+		budget = DefaultZoneHintBudget
+	}
+	start := h.now()
+	tokens := pageTokens{}
+	tokens.seen(token)
+	bounded := ""
 	for looked < DefaultZoneHintNodes {
+		if tokens.pages() > DefaultZoneHintPages || h.now().Sub(start) >= budget || ctx.Err() != nil {
+			bounded = fmt.Sprintf("bounded at %d pages or %s", DefaultZoneHintPages, budget)
+			break
+		}
 		var nodes []*tpu.Node
 		var next string
 		lerr = h.call(ctx, &r, "list", "", func(ctx context.Context) (string, error) {
@@ -87,6 +108,11 @@ func (h *Handler) HandleZoneHint(ctx context.Context, ev events.Event) (SweepRes
 			res.Complete = true
 			break
 		}
+		if tokens.seen(next) {
+			res.Records = append(res.Records, h.pageLoopRecord(ctx, ev.Node.Zone, parent, next, tokens.pages()))
+			bounded = "its page token came again"
+			break
+		}
 		token = next
 	}
 	res.Nodes = looked
@@ -100,7 +126,10 @@ func (h *Handler) HandleZoneHint(ctx context.Context, ev events.Event) (SweepRes
 	r.Action = ActionRecord
 	r.Reason = fmt.Sprintf("zone hint (%s, %s): looked at %d opted-in nodes of %s", ev.Method, orUnspecified(instance), looked, parent)
 	if !res.Complete && lerr == nil {
-		r.Reason += fmt.Sprintf(" (bounded at %d; the sweep sees the rest)", DefaultZoneHintNodes)
+		if bounded == "" {
+			bounded = fmt.Sprintf("bounded at %d", DefaultZoneHintNodes)
+		}
+		r.Reason += " (" + bounded + "; the sweep sees the rest)"
 	}
 	var err error
 	if lerr != nil && !IsNotFound(lerr) {

@@ -112,3 +112,45 @@ func pausedDecision(d Decision, p Pause, now time.Time) Decision {
 		Reason: fmt.Sprintf("%s; would %s: %s; look again at %s", p.Why(), d.Action, d.Reason, due.UTC().Format(time.RFC3339)),
 	}
 }
+
+// RecoveryAge is how long rec has been under way at now, the time it was
+// paused not counted: what MaxRecoveryAge bounds.
+func RecoveryAge(rec Recovery, now time.Time) time.Duration {
+	return now.Sub(rec.StartedAt) - rec.Paused
+}
+
+// PausedTime is how long p held rec back by now: from the later of the
+// pause and the recovery's start. The store adds it to Recovery.Paused
+// when p is lifted (ClearPause).
+func PausedTime(p Pause, rec Recovery, now time.Time) time.Duration {
+	from := p.Since
+	if rec.StartedAt.After(from) {
+		from = rec.StartedAt
+	}
+	if d := now.Sub(from); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// DeletedWhilePaused reports whether rec has sent its node's delete (the
+// node is gone, or going) and not yet created it again: a pause covering
+// it leaves the node deleted until `autoheal resume`, so status lists it
+// first and every sweep writes a WARNING record about it.
+func DeletedWhilePaused(rec *Recovery) bool {
+	if rec == nil || !rec.Unfinished() || rec.Action == ActionReset {
+		return false
+	}
+	switch rec.Phase {
+	case PhaseDeleted, PhaseCreating, PhaseCreated:
+		return true
+	}
+	return rec.DeleteSent
+}
+
+// pausedDeletedReason says that rec's node was deleted by the recovery and
+// stays deleted while p stands.
+func pausedDeletedReason(rec Recovery, p Pause, now time.Time) string {
+	return fmt.Sprintf("node deleted by recovery gen %d (phase %s) and left deleted while paused: it is created again only after `autoheal resume`; paused %s so far, not counted toward the recovery's %s bound",
+		rec.Generation, rec.Phase, roundDur(PausedTime(p, rec, now)), MaxRecoveryAge)
+}

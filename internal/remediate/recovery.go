@@ -87,7 +87,7 @@ func Advance(rec Recovery, obs Observation, res StepResult, now time.Time, cfg C
 	if rec.Phase.Terminal() {
 		return rec, Effect{}
 	}
-	if !rec.StartedAt.IsZero() && now.Sub(rec.StartedAt) >= MaxRecoveryAge {
+	if !rec.StartedAt.IsZero() && RecoveryAge(rec, now) >= MaxRecoveryAge {
 		return abandon(rec, fmt.Sprintf("still unfinished %s after it started (phase %s; last error: %s)", MaxRecoveryAge, rec.Phase, orNone(rec.LastError))), Effect{}
 	}
 	if rec.Action == ActionReset {

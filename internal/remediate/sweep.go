@@ -3,6 +3,7 @@ package remediate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -87,10 +88,14 @@ func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 		seen[name] = true
 		return true
 	}
+	warned := map[string]bool{} // nodes with a WARNING record this sweep
 	add := func(r Record, recorded bool) {
 		if recorded {
 			mu.Lock()
 			res.Records = append(res.Records, r)
+			if r.Severity == SeverityWarning && r.Err == "" {
+				warned[r.Node] = true
+			}
 			mu.Unlock()
 		}
 	}
@@ -114,6 +119,14 @@ func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 		}
 	}
 	h.parallel(ctx, len(dueDefs), func(i int) { add(h.sweepNode(ctx, dueDefs[i].Node, nil, "", false, nil)) })
+	// Every paused node our recovery left deleted gets its WARNING record
+	// each sweep, also when its recovery was not due for a look.
+	mu.Lock()
+	already := maps.Clone(warned)
+	mu.Unlock()
+	if err := h.warnPausedDeleted(ctx, already, add); err != nil {
+		return res, fmt.Errorf("sweep: %w", err)
+	}
 
 	// (2) Every opted-in node, from the cursor, a page at a time.
 	if err := h.sweepListed(ctx, opts, over, claim, add, &res); err != nil {
@@ -218,6 +231,12 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 			}
 			project, zone := opts.Projects[pi], opts.Zones[zi]
 			parent := fmt.Sprintf("projects/%s/locations/%s", project, zone)
+			// tokens: the page tokens of this listing so far. A token
+			// that comes again would list the same pages forever (a
+			// nextPageToken pointing back): the zone's listing ends
+			// there, and the cursor never saves it.
+			tokens := pageTokens{}
+			tokens.seen(token)
 			for {
 				if over() {
 					return h.saveCursor(ctx, project+"/"+zone+"/"+token)
@@ -267,6 +286,11 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 					add(h.sweepNode(ctx, page[i].Name, page[i], "", true, hist))
 				})
 				if next == "" {
+					break
+				}
+				if tokens.seen(next) {
+					rec := h.pageLoopRecord(ctx, zone, parent, next, tokens.pages())
+					res.Records = append(res.Records, rec)
 					break
 				}
 				token = next
@@ -399,4 +423,71 @@ func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, 
 	rec, _ := h.process(ctx, ev, obs, r, o)
 	recorded := !(quiet && rec.Action == ActionRecord && rec.Err == "" && o.markID == "")
 	return rec, recorded
+}
+
+// pageTokens remembers the page tokens of one listing: a token that comes
+// again names pages already listed (a nextPageToken pointing back to an
+// earlier page), and following it would never end. The first page's
+// request ("" ) counts as a token too.
+type pageTokens map[string]bool
+
+// seen notes token and reports whether it was already noted.
+func (p pageTokens) seen(token string) bool {
+	if p[token] {
+		return true
+	}
+	p[token] = true
+	return false
+}
+
+// pages is how many pages the listing asked for.
+func (p pageTokens) pages() int { return len(p) }
+
+// pageLoopRecord writes the WARNING record of a listing whose page token
+// came again: the zone's listing ended there (its nodes after the loop, if
+// any, are not looked at by this listing), so a person knows the API
+// misbehaved and which zone was not fully seen.
+func (h *Handler) pageLoopRecord(ctx context.Context, zone, parent, token string, pages int) Record {
+	r := Record{Time: h.now(), Zone: zone, Action: ActionSkip, Severity: SeverityWarning, DryRun: h.Config.DryRun}
+	r.Reason = fmt.Sprintf("list %s: page token %q came again after %d pages: the listing of zone %s ends there (a nextPageToken that points back would loop forever)", parent, shortToken(token), pages, zone)
+	_ = h.Recorder.Record(ctx, r)
+	return r
+}
+
+// shortToken is token cut to a length a record can carry.
+func shortToken(token string) string {
+	if len(token) > 40 {
+		return token[:40] + "…"
+	}
+	return token
+}
+
+// warnPausedDeleted writes a WARNING record for every unfinished recovery
+// that deleted its node and is held back by a pause, unless warned already
+// has one for it: the node is down until `autoheal resume`, and a person
+// must not forget it.
+func (h *Handler) warnPausedDeleted(ctx context.Context, warned map[string]bool, add func(Record, bool)) error {
+	recs, err := h.Store.Unfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("list unfinished recoveries: %w", err)
+	}
+	for _, rec := range recs {
+		if warned[rec.Node] || !DeletedWhilePaused(&rec) {
+			continue
+		}
+		now := h.now()
+		hist, err := h.Store.History(ctx, rec.Node, rec.Project, "", now, h.Config.Window)
+		if err != nil {
+			return fmt.Errorf("history of %s: %w", rec.Node, err)
+		}
+		if hist.Pause == nil {
+			continue
+		}
+		r := Record{Time: now, Node: rec.Node, Zone: zoneOf(rec.Node), Cause: rec.Cause, Action: ActionSkip, Severity: SeverityWarning,
+			Phase: rec.Phase, Generation: rec.Generation, DryRun: h.Config.DryRun}
+		r.Reason = pausedDeletedReason(rec, *hist.Pause, now) + "; " + hist.Pause.Why()
+		_ = h.Recorder.Record(ctx, r)
+		add(r, true)
+	}
+	return nil
 }

@@ -61,6 +61,10 @@ type Decision struct {
 	ClearDeferral bool      // drop the node's deferral
 	Claim         bool      // claim (or take over) the node's recovery with Action, then Step it
 	Close         string    // close the node's unfinished recovery (lease expired) with this why
+	// Since, when set, is the deferral's Since instead of the pending
+	// one's: a node exempt from its grace (in maintenance) starts its
+	// grace only after the exemption.
+	Since time.Time
 }
 
 // Config is the policy. The function fills it from AUTOHEAL_* variables, the
@@ -113,6 +117,15 @@ type Config struct {
 	// ResumeWatch: how long after a recovery the guest's autoheal/resumed
 	// report is waited for (AUTOHEAL_RESUME_WATCH, 2h).
 	ResumeWatch time.Duration
+	// ZoneHintBudget bounds how long one zone hint looks at its zone's
+	// nodes (0 = DefaultZoneHintBudget, 1m), besides its page and node
+	// bounds: it answers its delivery well within Pub/Sub's push deadline.
+	ZoneHintBudget time.Duration
+	// MaintenanceMax bounds the maintenance exemption: a node in
+	// maintenance (ONGOING, or ours) is not recreated for being unhealthy
+	// until this long after the maintenance started
+	// (AUTOHEAL_MAINTENANCE_MAX; 0 = DefaultMaintenanceMax, 4h).
+	MaintenanceMax time.Duration
 
 	// Actor is the identity the recovery acts as (AUTOHEAL_ACTOR: the
 	// function's service account, set by Terraform; replay: the
@@ -169,6 +182,7 @@ func DefaultConfig() Config {
 		MaintenanceMode:   MaintenancePrepare,
 		CheckpointTimeout: DefaultCheckpointTimeout,
 		ResumeWatch:       DefaultResumeWatch,
+		MaintenanceMax:    DefaultMaintenanceMax,
 		EvidenceWait:      DefaultEvidenceWait,
 		StockoutZoneAfter: DefaultStockoutZoneAfter,
 	}
@@ -178,6 +192,10 @@ func DefaultConfig() Config {
 type Observed struct {
 	Node           *tpu.Node           // nil when the node was NOT FOUND
 	QueuedResource *tpu.QueuedResource // the queued resource owning the node, if any
+	// Maintenance is the maintenance tpu-autoheal started on the node
+	// (performMaintenance), nil when none: within it the grace does not
+	// run (maintenance_exempt.go).
+	Maintenance *OurMaintenance
 }
 
 // Phase is how far a recovery got. Each phase is saved before the TPU call
@@ -283,6 +301,11 @@ type Recovery struct {
 	// Failures weighs the failures of this incident (permanent 4, transient
 	// 1, stockouts 0); at 4×MaxAttempts the recovery is abandoned.
 	Failures int
+	// Paused is how long the recovery was held back by pauses (`autoheal
+	// pause` … `resume`): it does not count toward MaxRecoveryAge
+	// (RecoveryAge). The store adds to it when a pause covering the node is
+	// lifted; an Update never changes it.
+	Paused time.Duration
 
 	// The evidence rule (recovery.go: "Evidence"). SentOps are the
 	// operations this recovery's deletes and creates started, as their
@@ -482,6 +505,11 @@ type Record struct {
 	Steps      []Step
 	Warnings   []string
 	Err        string // a failure carrying it out
+	// Severity overrides the severity the action gives a record (an Err
+	// still makes it ERROR): SeverityWarning on a record that needs a
+	// person's eyes though nothing failed (a listing whose page token
+	// looped, a paused node left deleted). "" = by action.
+	Severity string
 	// Elapsed is how long the decision took on the handler's clock, from
 	// Time to the record written: ledger reads and writes included, not only
 	// the Steps' TPU calls.
@@ -504,6 +532,9 @@ type Record struct {
 	// node READY again: the dashboard's time-to-recover distribution.
 	TimeToRecover time.Duration
 }
+
+// SeverityWarning is Record.Severity for a record that asks to be looked at.
+const SeverityWarning = "WARNING"
 
 // Outcome is how a recovery (or an attempt of it) ended, as records say it.
 type Outcome string

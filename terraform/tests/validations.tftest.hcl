@@ -729,6 +729,20 @@ run "checkpoint_timeout" {
   expect_failures = [var.checkpoint_timeout]
 }
 
+run "maintenance_max" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    maintenance_max = "4"
+  }
+
+  expect_failures = [var.maintenance_max]
+}
+
 run "sweep_min_interval" {
   command = plan
 

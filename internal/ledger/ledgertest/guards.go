@@ -274,6 +274,40 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 		})
 	}
 
+	t.Run("resume adds the paused time to the recoveries the pause held back, and no update changes it", func(t *testing.T) {
+		s := newStore(t)
+		a := admin(t, s)
+		now := time.Now()
+		held := mustClaim(t, s, req(nodeA, "h-a", now.Add(-3*time.Hour)))
+		held.Phase, held.Spec, held.DeleteSent = remediate.PhaseDeleting, Spec(nodeA), true
+		mustUpdate(t, s, held)
+		mustClaim(t, s, req(nodeX, "h-x", now.Add(-3*time.Hour)))
+		p := remediate.Pause{Scope: remediate.PauseProject, Project: project, Reason: "INC-7", By: "alice", Since: now.Add(-2 * time.Hour)}
+		if err := a.SetPause(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if existed, err := a.ClearPause(ctx, p); err != nil || !existed {
+			t.Fatalf("ClearPause = %v, %v; want true, nil", existed, err)
+		}
+		got := map[string]time.Duration{}
+		for _, r := range mustUnfinished(t, s) {
+			got[r.Node] = r.Paused
+		}
+		if d := got[nodeA]; d < 2*time.Hour || d > 2*time.Hour+time.Minute {
+			t.Errorf("Paused of the held recovery = %v, want the pause's 2h", d)
+		}
+		if d := got[nodeX]; d != 0 {
+			t.Errorf("Paused of a recovery the pause did not cover = %v, want 0", d)
+		}
+		// The holder's next save carries the Paused it read before the
+		// resume (0): the store keeps its own.
+		held.Phase, held.Paused = remediate.PhaseDeleted, 0
+		mustUpdate(t, s, held)
+		if h := historyOf(t, s, nodeA, now); h.Recovery == nil || h.Recovery.Paused < 2*time.Hour {
+			t.Errorf("Paused after an update = %+v, want the store's 2h kept", h.Recovery)
+		}
+	})
+
 	t.Run("history returns the narrowest pause and status lists them all", func(t *testing.T) {
 		s := newStore(t)
 		a := admin(t, s)

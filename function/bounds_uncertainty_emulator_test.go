@@ -1,4 +1,4 @@
-//go:build uncertainty && emulator
+//go:build emulator
 
 package function_test
 
@@ -18,7 +18,7 @@ import (
 // never be saved: refused before any delete, one ERROR record, every
 // delivery acknowledged (not redelivered by Pub/Sub forever), never retried.
 //
-//	go test -tags 'uncertainty emulator' ./function -run OverSize
+//	go test -tags emulator ./function -run OverSize
 func TestUncertainOverSizeSpecIsRefusedOnceAgainstFirestore(t *testing.T) {
 	_, stop, err := emulator.StartFirestore(context.Background())
 	if errors.Is(err, emulator.ErrNoGcloud) {

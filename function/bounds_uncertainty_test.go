@@ -1,11 +1,10 @@
-//go:build uncertainty
-
 // Regression tests of issue 18's loop bounds, over-size spec and
-// maintenance, under the uncertainty tag until they pass; the world they
-// run in (newWorld, the records, requireNotLost) and the tests of the
-// evidence rule are in evidence_uncertainty_test.go.
+// maintenance: a repeating page token, a zone hint over it, a spec over the
+// ledger's document limit, a node in the maintenance tpu-autoheal started,
+// a replacement node's notice. The world they run in (newWorld, the
+// records, requireNotLost) is in evidence_uncertainty_test.go.
 //
-//	go test -tags uncertainty ./function -run Uncertain
+//	go test ./function -run Uncertain
 package function_test
 
 import (
