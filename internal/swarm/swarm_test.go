@@ -19,7 +19,8 @@ import (
 
 var (
 	seedFlag  = flag.Uint64("seed", 0, "run only this seed (0: seeds 1..-seeds)")
-	seedsFlag = flag.Int("seeds", 2000, "how many seeds TestSwarm runs")
+	seedsFlag = flag.Int("seeds", 1000, "how many seeds TestSwarm runs")
+	fromFlag  = flag.Uint64("seeds-from", 1, "the first seed TestSwarm runs")
 	kindsFlag = flag.String("kinds", "default", "fault kinds to draw from: all, default (Enabled), or a comma-separated list")
 	verbose   = flag.Bool("swarm.v", false, "print every seed's plan and result")
 )
@@ -51,7 +52,8 @@ func loadConfig(t *testing.T) function.Config {
 // mix and a schedule (plan.go), drives terminate entries, audit entries
 // and sweeps through the function on a virtual clock until quiescence, and
 // checks the invariants (check.go). A failing seed prints its plan and
-// replays exactly with -seed N.
+// replays exactly with -seed N. The unit run does 1000 seeds;
+// scripts/test.sh 1000 more (-seeds 1000 -seeds-from 1001).
 //
 //	go test ./internal/swarm -run TestSwarm -seeds 5000
 //	go test ./internal/swarm -run TestSwarm -seed 1234 -kinds all
@@ -70,7 +72,7 @@ func TestSwarm(t *testing.T) {
 		seeds = append(seeds, *seedFlag)
 	} else {
 		for i := range n {
-			seeds = append(seeds, uint64(i+1))
+			seeds = append(seeds, *fromFlag+uint64(i))
 		}
 	}
 	runSeeds(t, seeds, runtime.GOMAXPROCS(0), func(seed uint64) Result { return Run(context.Background(), seed, opts) })
