@@ -53,7 +53,7 @@ func loadConfig(t *testing.T) function.Config {
 // and sweeps through the function on a virtual clock until quiescence, and
 // checks the invariants (check.go). A failing seed prints its plan and
 // replays exactly with -seed N. The unit run does 1000 seeds;
-// scripts/test.sh 1000 more (-seeds 1000 -seeds-from 1001).
+// scripts/test.sh 2000 more (-seeds 2000 -seeds-from 1001).
 //
 //	go test ./internal/swarm -run TestSwarm -seeds 5000
 //	go test ./internal/swarm -run TestSwarm -seed 1234 -kinds all
