@@ -1,0 +1,146 @@
+package swarm
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+)
+
+// Kind names one kind of fault the simulation can inject. Every drawn fault
+// is of exactly one kind, and a seed draws only from the kinds it is given,
+// so a kind that breaks an invariant of the engine can be left out of CI
+// (see Enabled) until the engine is fixed, and turned on by one line.
+type Kind string
+
+// Kinds. The ambiguous ones are a mutating call (or its long-running
+// operation) that fails and takes effect anyway: now, later, after the
+// caller's deadline, with its answer lost, or half-way.
+const (
+	AmbiguousDelete      Kind = "ambiguous-delete"      // nodes.delete and its operation
+	AmbiguousCreate      Kind = "ambiguous-create"      // nodes.create and its operation
+	AmbiguousPatch       Kind = "ambiguous-patch"       // nodes.patch (maintenance notices) and its operation
+	AmbiguousMaintenance Kind = "ambiguous-maintenance" // nodes.performMaintenance and its operation
+	Errors               Kind = "errors"                // clean transient failures of any call
+	Lag                  Kind = "lag"                   // a read answers the state of up to 5 min ago
+	PageRepeat           Kind = "page-repeat"           // a page's nextPageToken is its own token
+	PageLoop             Kind = "page-loop"             // the last page's token names the first page (sometimes forever)
+	PageSkip             Kind = "page-skip"             // a token passes over a page
+	PageEmpty            Kind = "page-empty"            // an empty page with a token
+	PersonDelete         Kind = "person-delete"         // a person deletes a node
+	PersonRecreate       Kind = "person-recreate"       // a person deletes and recreates a node (new id, maybe new labels)
+	PersonRelabel        Kind = "person-relabel"        // a person replaces a node's labels (opting it out)
+	PersonStop           Kind = "person-stop"           // a person stops a node
+	PersonMaintenance    Kind = "person-maintenance"    // a person starts a node's maintenance
+	PersonPause          Kind = "person-pause"          // a person pauses a node or a zone (autoheal pause) and resumes it later
+	Unaudited            Kind = "unaudited"             // some people's audit entries never reach the function
+	LedgerAbort          Kind = "ledger-abort"          // a ledger write fails and did nothing (an aborted transaction)
+	LedgerLostCommit     Kind = "ledger-lost-commit"    // a ledger write took effect and its answer was lost
+	Forged               Kind = "forged"                // entries from a log that is not the audit log
+)
+
+// AllKinds is every kind, in the order they are reported.
+var AllKinds = []Kind{
+	AmbiguousDelete, AmbiguousCreate, AmbiguousPatch, AmbiguousMaintenance,
+	Errors, Lag,
+	PageRepeat, PageLoop, PageSkip, PageEmpty,
+	PersonDelete, PersonRecreate, PersonRelabel, PersonStop, PersonMaintenance, PersonPause, Unaudited,
+	LedgerAbort, LedgerLostCommit,
+	Forged,
+}
+
+// Enabled is the kinds the default run (go test ./... and CI) draws from:
+// every kind the engine keeps the invariants under. A kind left out here
+// breaks one today; its failing seeds and why are written down where the
+// lead tracks them. To turn one on, add it here.
+var Enabled = []Kind{
+	AmbiguousCreate, AmbiguousPatch, AmbiguousMaintenance,
+	Errors, Lag,
+	PageSkip,
+	PersonPause, Unaudited,
+	LedgerAbort, LedgerLostCommit,
+	Forged,
+	// Off until the engine keeps the invariants under them (issue 18):
+	// AmbiguousDelete (a node lost: the evidence rule), PageRepeat,
+	// PageEmpty, PageLoop (a repeated page token followed: loop bounds),
+	// PersonDelete (a second create after a person's delete), PersonStop,
+	// PersonRelabel, PersonMaintenance (a recovery whose delete was sent
+	// closed on one read, STOPPED, opted out, or READY, while the delete
+	// had no verdict yet: it lands, the node is lost), PersonRecreate (a
+	// person's new node, made between our last read and our delete, is
+	// deleted by it; the recovery closes without naming them).
+}
+
+// ParseKinds reads a comma-separated list of kinds; "all" is AllKinds and
+// "default" Enabled.
+func ParseKinds(s string) ([]Kind, error) {
+	var out []Kind
+	for _, f := range strings.Split(s, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case "all":
+			out = append(out, AllKinds...)
+		case "default":
+			out = append(out, Enabled...)
+		default:
+			if !slices.Contains(AllKinds, Kind(f)) {
+				return nil, &unknownKindError{f}
+			}
+			out = append(out, Kind(f))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+type unknownKindError struct{ kind string }
+
+func (e *unknownKindError) Error() string {
+	names := make([]string, len(AllKinds))
+	for i, k := range AllKinds {
+		names[i] = string(k)
+	}
+	return "unknown fault kind " + e.kind + " (want all, default, or some of " + strings.Join(names, ",") + ")"
+}
+
+// kindOf is the kind of a rule tpufake.Draw drew.
+func kindOf(r tpufake.FailRule) Kind {
+	switch {
+	case r.Person != nil:
+		return personKind(r.Person.Kind)
+	case r.Page != tpufake.PageNone:
+		return map[tpufake.PageFault]Kind{
+			tpufake.PageRepeat: PageRepeat, tpufake.PageLoopToFirst: PageLoop,
+			tpufake.PageSkip: PageSkip, tpufake.PageEmpty: PageEmpty,
+		}[r.Page]
+	case r.Stale > 0:
+		return Lag
+	case r.Effect != tpufake.EffectNone || r.Lost || r.Malformed || r.Drop || r.Hang:
+		switch strings.TrimPrefix(r.RPC, "operation:") {
+		case "nodes.delete":
+			return AmbiguousDelete
+		case "nodes.create":
+			return AmbiguousCreate
+		case "nodes.patch":
+			return AmbiguousPatch
+		default:
+			return AmbiguousMaintenance
+		}
+	}
+	return Errors
+}
+
+func personKind(k tpufake.ActKind) Kind {
+	switch k {
+	case tpufake.ActDelete, tpufake.ActDeleteQueuedResource:
+		return PersonDelete
+	case tpufake.ActRecreate:
+		return PersonRecreate
+	case tpufake.ActRelabel:
+		return PersonRelabel
+	case tpufake.ActStop:
+		return PersonStop
+	default:
+		return PersonMaintenance
+	}
+}
