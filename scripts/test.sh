@@ -26,6 +26,72 @@ if ((${#need_pkgs[@]} > 0)); then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 
+# STRESS=1: instead of the suites, loop the tests whose outcome could depend
+# on timing (real sleeps, deadlines, signals, concurrent servers) while a busy
+# loop runs on every core, STRESS_LOOPS times (default 5), stopping at the
+# first failure. A test that passes here does not wait on the machine being
+# idle. The busy loops run in their own process group and are ended, by
+# that group, when this script exits however it exits.
+#
+# The timing-sensitive Go tests, as "package regexp" (keep this list in step
+# with docs/testing.md): the kick and follower tests (real operation delays
+# and look-again intervals, a kick topic), the local server's push burst and
+# graceful stop, the simulator served to another client, the hung
+# startup-script read, the stdin-like reader, the fake TPU API's injected
+# delays and concurrent use.
+stress_go_tests=(
+	"./function ^(TestDeliveryKicksAFollower|TestFailedKickIsLoggedAndTheDeliverySucceeds|TestFollowMessageIsAlwaysAcknowledged|TestFollowMessageFinishesTheRecoveryTheDeliveryStarted|TestKickTopicReceivesTheFollowMessage|TestNewGivesUpOnAHungStartupScriptRead|TestRecreatedNodeKeepsItsSpecAndGetsTheStartupScript)\$"
+	"./internal/remediate ^(TestFollowerEndingAsADeliveryStartsARecoveryChains|TestFollow|TestKickWanted|TestSweepDoesNotFollowWhileAnotherFollowerHoldsTheLease|TestFollowTakesEachRecoveryWhenItsLookComesDue|TestOneKickIsPendingAtATime|TestPendingKicksRunFollowsTheDeliveryThatDidNotKick)\$"
+	"./cmd/autoheal ^(TestServeNeverWedgesUnderAPushBurst|TestServeAnswersPushAndStopsGracefully|TestSimulateServesTheFleetToAnotherClient)\$"
+	"./internal/events ^TestReaderStreamsLikeStdin\$"
+	"./internal/tpufake ^(TestFailRuleDelay|TestConcurrentUse)\$"
+)
+if [[ ${STRESS:-} == 1 ]]; then
+	loops=${STRESS_LOOPS:-5}
+	if [[ ! $loops =~ ^[1-9][0-9]*$ ]]; then
+		log "STRESS_LOOPS=\"$loops\" is not a positive number"
+		exit 2
+	fi
+	cores=$(nproc)
+	busy_pgids=()
+	# shellcheck disable=SC2317 # called by the EXIT trap
+	stop_busy() {
+		local pgid
+		for pgid in "${busy_pgids[@]}"; do
+			kill -TERM -- "-$pgid" 2>/dev/null || true
+		done
+	}
+	trap stop_busy EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	set -m
+	for ((i = 0; i < cores; i++)); do
+		(while :; do :; done) &
+		busy_pgids+=("$!")
+	done
+	set +m
+	log "STRESS: $loops loops of the bats suite and ${#stress_go_tests[@]} packages' timing-sensitive Go tests, $cores busy loops (process groups ${busy_pgids[*]})"
+	for ((loop = 1; loop <= loops; loop++)); do
+		log "STRESS loop $loop/$loops: bats"
+		bats startup/test
+		for entry in "${stress_go_tests[@]}"; do
+			pkg=${entry%% *}
+			log "STRESS loop $loop/$loops: go test $pkg"
+			if ! out=$(go test -count=1 -run "${entry#* }" "$pkg" 2>&1); then
+				printf '%s\n' "$out" >&2
+				log "STRESS loop $loop/$loops: go test $pkg failed"
+				exit 1
+			fi
+			if grep -q 'no tests to run' <<<"$out"; then
+				log "STRESS: \"${entry#* }\" matches no test in $pkg: the list above is stale"
+				exit 1
+			fi
+		done
+	done
+	log "STRESS: $loops loops passed under load"
+	exit 0
+fi
+
 # Preflight: every suite that cannot run here is named with the reason, and
 # under CI (CI=true) a missing tool fails the run instead of skipping.
 skipped=()

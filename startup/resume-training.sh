@@ -39,7 +39,8 @@
 #   autoheal-stop-grace-seconds      on SIGTERM, how long the training's process
 #                                    group may take to exit, default 60
 #   autoheal-maintenance             the notice (JSON), written by tpu-autoheal
-#   agent-worker-number              set by the TPU platform
+#   agent-worker-number              set by the TPU platform (else see
+#                                    find_worker: tpu-env, the instance name)
 #
 # Environment of the training and setup commands:
 #   AUTOHEAL_RESUME_FROM     newest checkpoint URI, empty for a fresh start
@@ -86,6 +87,10 @@ readonly LS_TIMEOUT_SECONDS=120
 # How many of the newest candidates are checked for the completion marker.
 readonly MARKER_SCAN_LIMIT=20
 readonly READY_POLL_SECONDS=5
+# Bound of the wait for a killed process group to be gone.
+readonly KILL_WAIT_SECONDS=30
+# Bound of the wait for a maintenance watcher to end after SIGTERM.
+readonly WATCHER_STOP_SECONDS=5
 
 WORKER="?"      # this host's worker number, in every log line
 WORK=""         # private temporary directory, removed on exit
@@ -154,13 +159,36 @@ on_signal() {
 		pgid=$!
 	fi
 	trap '' TERM INT HUP
+	set +m # the signal may have come while start_watchers had it on
+	# Builtins only until the signal is passed on and the grace is enforced
+	# by a process of its own. When the signal interrupts the script's wait
+	# while a child (a watcher) ends, bash can lose that child's exit status,
+	# and any later command this shell forks and waits for (a $(date) in log,
+	# logger, ps, sleep) may then block until the script has no child left:
+	# with the training not yet signalled, until it ended by itself (seen
+	# under load: SIGTERM answered after 66 s with the training's own status
+	# 0, and no kill after the grace).
+	local pid watchdog=""
+	if [[ -n $pgid ]]; then
+		kill -TERM -- "-$pgid" 2>/dev/null || kill -TERM "$pgid" 2>/dev/null || true
+	fi
+	for pid in "${WATCHERS[@]}"; do
+		kill -TERM -- "-$pid" 2>/dev/null || true
+	done
+	if [[ -n $pgid ]]; then
+		(
+			trap - TERM INT HUP EXIT
+			wait_group "$pgid" "$STOP_GRACE" watchdog
+		) &
+		watchdog=$!
+	fi
 	log WARNING "received SIG$1; stopping the running command (grace ${STOP_GRACE}s)"
 	stop_watchers
 	if [[ -z $pgid ]]; then
 		exit "$2"
 	fi
-	kill -TERM -- "-$pgid" 2>/dev/null || kill -TERM "$pgid" 2>/dev/null || true
-	wait_group "$pgid" "$STOP_GRACE"
+	wait_group "$pgid" "$((STOP_GRACE + KILL_WAIT_SECONDS))"
+	kill -TERM "$watchdog" 2>/dev/null || true
 	log WARNING "the running command exited with status $CHILD_RC after SIG$1"
 	exit "$CHILD_RC"
 }
@@ -180,10 +208,12 @@ group_alive() {
 	return 1
 }
 
-# wait_group PGID GRACE: waits until no process of group PGID is left (the
-# command's shell, a child of this script, and whatever it started), at most
-# GRACE seconds, then kills what is left. Sets CHILD_RC to the shell's status
-# (137 when it had to be killed).
+# wait_group PGID GRACE [watchdog]: waits until no process of group PGID is
+# left (the command's shell, a child of this script, and whatever it
+# started), at most GRACE seconds, then kills what is left. Sets CHILD_RC to
+# the shell's status (137 when it had to be killed). With "watchdog" (run in
+# a child of the signal handler, which enforces the grace even if the
+# handler is held up) it only waits and kills.
 wait_group() {
 	local pgid=$1 grace=$2 deadline rc=0
 	deadline=$((SECONDS + grace))
@@ -192,10 +222,30 @@ wait_group() {
 	done
 	if group_alive "$pgid"; then
 		log WARNING "processes of the command (process group $pgid) still running after ${grace}s; killing them"
-		kill -KILL -- "-$pgid" 2>/dev/null || true
+		kill_group "$pgid"
+	fi
+	if [[ ${3:-} == watchdog ]]; then
+		return 0
 	fi
 	wait "$pgid" 2>/dev/null || rc=$?
 	CHILD_RC=$rc
+}
+
+# kill_group PGID: SIGKILL to every process of group PGID, then waits until
+# none is alive: SIGKILL is delivered at once but a process exits when the
+# kernel gets to it (a loaded host, a process in uninterruptible I/O), and
+# nothing of the old training may still hold the TPU when this script exits
+# or starts the next attempt. Bounded by KILL_WAIT_SECONDS.
+kill_group() {
+	local pgid=$1 deadline
+	kill -KILL -- "-$pgid" 2>/dev/null || true
+	deadline=$((SECONDS + KILL_WAIT_SECONDS))
+	while group_alive "$pgid" && ((SECONDS < deadline)); do
+		sleep 0.1
+	done
+	if group_alive "$pgid"; then
+		log WARNING "processes of process group $pgid still alive ${KILL_WAIT_SECONDS}s after SIGKILL"
+	fi
 }
 
 # reap_leftovers PGID: after a failed attempt, stops what the command left
@@ -213,7 +263,7 @@ reap_leftovers() {
 		sleep 0.2
 	done
 	if group_alive "$pgid"; then
-		kill -KILL -- "-$pgid" 2>/dev/null || true
+		kill_group "$pgid"
 	fi
 }
 
@@ -222,8 +272,13 @@ reap_leftovers() {
 # read. Connection failures, 429 and 5xx are retried: at boot the metadata
 # server may not answer yet.
 md_get() {
+	md_read "instance/attributes/$1"
+}
+
+# md_read PATH: md_get of any metadata path (instance/name, ...).
+md_read() {
 	local key=$1 url try=1 code
-	url="$METADATA_URL/instance/attributes/$key"
+	url="$METADATA_URL/$key"
 	MD_VALUE=""
 	while :; do
 		code=$(curl -sS -o "$WORK/md.out" -w '%{http_code}' -H 'Metadata-Flavor: Google' \
@@ -280,6 +335,54 @@ md_int() {
 		die "metadata $key=\"$value\" is not a non-negative integer"
 	fi
 	printf -v "$3" '%d' "$((10#$value))"
+}
+
+# find_worker: sets WORKER, this host's worker number, from the first of
+#   - metadata agent-worker-number, set by the Cloud TPU platform on every
+#     worker of a TPU VM it created;
+#   - WORKER_ID in metadata tpu-env (the TPU runtime's environment, as JAX
+#     reads it on Compute Engine), where served;
+#   - the instance name (instance/name), for TPU VMs created through Compute
+#     Engine, which may have neither: a name ending in -w-N, as Cloud TPU
+#     names its workers' VMs. Not any trailing number: a single-host VM is
+#     often named for its machine (llm-v5p-8), and a MIG names its VMs
+#     BASE-XXXX, four random letters or digits; neither is a worker;
+#   - else 0, with a warning: a single host is assumed.
+# Exits when the metadata server cannot be read.
+find_worker() {
+	local rc=0 name
+	md_get agent-worker-number || rc=$?
+	case $rc in
+	0)
+		WORKER="${MD_VALUE//[[:space:]]/}"
+		return 0
+		;;
+	1) ;;
+	*) die "cannot read metadata key agent-worker-number" ;;
+	esac
+	rc=0
+	md_get tpu-env || rc=$?
+	if ((rc == 2)); then
+		die "cannot read metadata key tpu-env"
+	fi
+	if ((rc == 0)) && [[ $MD_VALUE =~ (^|$'\n')WORKER_ID:[[:space:]]*\'?([0-9]+)\'? ]]; then
+		WORKER=${BASH_REMATCH[2]}
+		log INFO "metadata agent-worker-number not set; worker $WORKER from WORKER_ID in metadata tpu-env"
+		return 0
+	fi
+	rc=0
+	md_read instance/name || rc=$?
+	if ((rc == 2)); then
+		die "cannot read metadata instance/name"
+	fi
+	name=${MD_VALUE//[[:space:]]/}
+	if [[ $name =~ -w-([0-9]{1,6})$ ]]; then
+		WORKER=$((10#${BASH_REMATCH[1]}))
+		log INFO "metadata agent-worker-number not set; worker $WORKER from the instance name $name"
+		return 0
+	fi
+	WORKER=0
+	log WARNING "metadata agent-worker-number not set and the instance name ${name:-(none)} does not end in -w-N; assuming a single host, worker 0"
 }
 
 # choose_storage_cli: gcloud storage when this gcloud has it, else gsutil.
@@ -856,8 +959,18 @@ start_watchers() {
 # stop_watchers: ends the watchers, with what they run. A signal may arrive
 # between starting a watcher and recording it, so it also ends any child of
 # this script that leads its own process group, other than the command.
+#
+# It never calls wait on a watcher: it asks ps whether the watcher is still
+# alive, for at most WATCHER_STOP_SECONDS, then kills what is left (bash
+# reaps them by itself). A watcher can end at the moment a SIGTERM
+# interrupts the script's wait on the training; bash then loses that
+# watcher's exit status, and a "wait PID" for it in the signal handler
+# blocked in waitpid until the script had no child left: until the training,
+# which had not been sent its SIGTERM yet, ended by itself (seen under load:
+# SIGTERM answered 66 s late with the training's own status 0, no kill after
+# the grace).
 stop_watchers() {
-	local pid pgid
+	local pid pgid deadline
 	local -a pids=("${WATCHERS[@]}")
 	while read -r pid pgid; do
 		if [[ $pid == "$pgid" && $pid != "${CHILD:-}" ]]; then
@@ -865,10 +978,26 @@ stop_watchers() {
 		fi
 	done < <(ps -o pid= -o pgid= --ppid "$$" 2>/dev/null || true)
 	for pid in "${pids[@]}"; do
-		kill -TERM -- "-$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
+		kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+	done
+	deadline=$((SECONDS + WATCHER_STOP_SECONDS))
+	for pid in "${pids[@]}"; do
+		while process_alive "$pid" && ((SECONDS < deadline)); do
+			sleep 0.1
+		done
+		if process_alive "$pid"; then
+			log WARNING "maintenance watcher $pid still running ${WATCHER_STOP_SECONDS}s after SIGTERM; killing it"
+			kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+		fi
 	done
 	WATCHERS=()
+}
+
+# process_alive PID: whether process PID exists and is not a zombie.
+process_alive() {
+	local state
+	state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	[[ -n $state && $state != Z* ]]
 }
 
 main() {
@@ -898,16 +1027,7 @@ main() {
 		fi
 	done
 
-	rc=0
-	md_get agent-worker-number || rc=$?
-	case $rc in
-	0) WORKER="${MD_VALUE//[[:space:]]/}" ;;
-	1)
-		WORKER=0
-		log WARNING "metadata agent-worker-number not set; assuming a single host, worker 0"
-		;;
-	*) die "cannot read metadata key agent-worker-number" ;;
-	esac
+	find_worker
 
 	mkdir -p -- "$(dirname -- "$LOCK_FILE")" || die "cannot create the directory of $LOCK_FILE"
 	exec {LOCK_FD}>>"$LOCK_FILE" || die "cannot open lock file $LOCK_FILE"

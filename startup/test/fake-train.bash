@@ -3,7 +3,8 @@
 # run to FAKE_STATE/train.log with what the startup script handed it, then:
 #   --save URL   creates checkpoint URL in the fake bucket (as a run that
 #                checkpointed before failing would)
-#   --block      signals FAKE_STATE/train-started and waits (at most 60s) for
+#   --block      writes its process group to FAKE_STATE/train-pgid, signals
+#                FAKE_STATE/train-started and waits (at most 60s) for
 #                FAKE_STATE/train-release; a SIGTERM is noted in
 #                FAKE_STATE/train-terminated
 #   --checkpoint-on SIG URL
@@ -43,6 +44,8 @@ while (($# > 0)); do
 		else
 			trap 'touch "$FAKE_STATE/train-terminated"; exit 143' TERM
 		fi
+		# The process group, for tests that check nothing of it is left.
+		ps -o pgid= -p "$$" | tr -d ' ' >"$FAKE_STATE/train-pgid"
 		touch "$FAKE_STATE/train-started"
 		for _ in $(seq 600); do
 			if [[ -e $FAKE_STATE/train-release ]]; then

@@ -53,7 +53,10 @@ setup_fakes() {
 	export AUTOHEAL_TPU_DEVICES="$BATS_TEST_TMPDIR/dev/accel*"
 	touch "$BATS_TEST_TMPDIR/dev/accel0"
 
+	# A Cloud TPU VM's worker: the TPU platform sets agent-worker-number and
+	# names the worker's VM t1v-n-<id>-w-<worker>.
 	md_set agent-worker-number 3
+	md_instance name t1v-n-0f2c9a1e-w-3
 	md_set autoheal-backoff-seconds 0
 	md_set autoheal-backoff-max-seconds 0
 	md_set autoheal-ready-timeout-seconds 5
@@ -76,6 +79,24 @@ teardown_fakes() {
 md_set() {
 	printf '%s' "$2" >"$MD_ATTR/_tmp.$1"
 	mv -f -- "$MD_ATTR/_tmp.$1" "$MD_ATTR/$1"
+}
+
+# md_instance KEY VALUE: sets instance/KEY (name, hostname, machine-type, ...).
+md_instance() {
+	printf '%s' "$2" >"$MD_ROOT/computeMetadata/v1/instance/_tmp.$1"
+	mv -f -- "$MD_ROOT/computeMetadata/v1/instance/_tmp.$1" "$MD_ROOT/computeMetadata/v1/instance/$1"
+}
+
+# md_compute_engine NAME: makes the fake metadata server look like a TPU VM
+# created through Compute Engine (TPU7x): no agent-worker-number, the
+# instance's own name, hostname, zone and TPU machine type.
+md_compute_engine() {
+	md_unset agent-worker-number
+	md_instance name "$1"
+	md_instance hostname "$1.us-central1-c.c.acme-ml.internal"
+	md_instance id 4520861339827441234
+	md_instance zone projects/123456789012/zones/us-central1-c
+	md_instance machine-type projects/123456789012/machineTypes/tpu7x-standard-4t
 }
 
 # md_set_platform JSON: sets instance/upcoming-maintenance, the platform's
@@ -114,6 +135,12 @@ wait_for() {
 	done
 	echo "timed out waiting for: $*" >&2
 	return 1
+}
+
+# group_live PGID: whether a live (not zombie) process is in process group
+# PGID, printing those that are.
+group_live() {
+	ps -eo pgid=,pid=,stat=,args= | awk -v g="$1" '$1 == g && $3 !~ /^Z/ { print; found = 1 } END { exit !found }'
 }
 
 # log_has TEXT: whether the background run's output contains TEXT.
@@ -176,12 +203,16 @@ train_runs() {
 
 # use_instant_sleep: replaces sleep with a stub that records its argument in
 # FAKE_STATE/sleeps and returns at once, to check backoff delays exactly.
+# Only whole seconds are recorded: the script's sub-second sleeps are polls
+# (is the stopped watcher gone yet?), whose number depends on the machine.
 use_instant_sleep() {
 	local bin=$BATS_TEST_TMPDIR/instant
 	mkdir -p "$bin"
 	cat >"$bin/sleep" <<-'STUB'
 		#!/usr/bin/env bash
-		printf '%s\n' "$1" >>"$FAKE_STATE/sleeps"
+		if [[ $1 =~ ^[0-9]+$ ]]; then
+			printf '%s\n' "$1" >>"$FAKE_STATE/sleeps"
+		fi
 	STUB
 	chmod +x "$bin/sleep"
 	export PATH=$bin:$PATH
