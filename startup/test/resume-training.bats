@@ -160,10 +160,13 @@ teardown() {
 @test "a failure after a long run starts the backoff over" {
 	use_instant_sleep
 	md_set autoheal-backoff-seconds 1
-	md_set autoheal-backoff-max-seconds 2
+	md_set autoheal-backoff-max-seconds 5
 	md_set autoheal-max-attempts 4
-	# Attempts 1 and 2 fail at once, attempt 3 runs longer than the cap.
-	md_set autoheal-train-cmd 'if [ "$AUTOHEAL_ATTEMPT" = 3 ]; then /bin/sleep 3; fi; fake-train'
+	# Attempts 1 and 2 fail at once, attempt 3 runs longer than the cap. The
+	# cap is 5 s, not 2: the script counts whole seconds ($SECONDS), so an
+	# attempt that fails "at once" on a loaded machine (1.1 s across two
+	# second boundaries) read as a 2 s "long run" (found by STRESS=1).
+	md_set autoheal-train-cmd 'if [ "$AUTOHEAL_ATTEMPT" = 3 ]; then /bin/sleep 6; fi; fake-train'
 	exit_codes 1 1 1 1
 
 	run_script
