@@ -167,7 +167,11 @@ func decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 	} else {
 		labels = rec.Spec.Labels
 	}
-	if labels[cfg.LabelKey] != cfg.LabelValue || cfg.LabelKey == "" {
+	// A recovery whose delete was sent owns every outcome of it: a read
+	// that shows the node opted out, healthy, stopped or held never closes
+	// it here; Advance judges the read with the delete's verdict.
+	deleteSentOurs := ours && deleteSent(*rec)
+	if (labels[cfg.LabelKey] != cfg.LabelValue || cfg.LabelKey == "") && !(ours && node != nil && deleteUnresolved(*rec)) {
 		why := fmt.Sprintf("not opted in: label %s=%s missing", cfg.LabelKey, cfg.LabelValue)
 		if v, ok := labels[cfg.LabelKey]; ok {
 			why += fmt.Sprintf(" (has %s=%s)", cfg.LabelKey, v)
@@ -184,7 +188,6 @@ func decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 	// A user's terminate holds a node not in recovery. It never closes a
 	// recovery whose delete was sent: that recovery owns the node's
 	// outcome, and only a person's delete, in evidence, ends it.
-	deleteSentOurs := ours && deleteSent(*rec)
 	if ev.Cause == events.CauseUser && deleteSentOurs {
 		return Decision{Action: ActionSkip, Reason: fmt.Sprintf(
 			"terminated by a user after recovery gen %d sent its delete: the recovery goes on", rec.Generation)}
@@ -245,11 +248,14 @@ func decideOurs(obs Observed, h History, rec Recovery, now time.Time, cfg Config
 		// says recovered); any other healthy node recovered by itself.
 		ours := node.Labels[GenerationLabel] == strconv.Itoa(rec.Generation) ||
 			(rec.Action == ActionReset && (rec.Phase == PhaseResetting || rec.Phase == PhaseReset || rec.Phase == PhaseCreating))
-		if healthy(node) && !ours {
+		// After our delete was sent, Advance decides with its verdict:
+		// one read never closes the recovery.
+		sent := deleteUnresolved(rec)
+		if healthy(node) && !ours && !sent {
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
 				"node is %s: recovered; closing recovery gen %d (%s)", describe(node), rec.Generation, rec.Phase)}
 		}
-		if onPurpose(node.State) {
+		if onPurpose(node.State) && !sent {
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
 				"node is %s: done on purpose, never touched; closing recovery gen %d (%s)", node.State, rec.Generation, rec.Phase)}
 		}

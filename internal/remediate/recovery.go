@@ -271,8 +271,15 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 	switch {
 	case node == nil:
 		return deletedNode(rec, obs, now, cfg)
-	case notOurNode(rec, node) != "":
-		return closeRec(rec, notOurNode(rec, node)), Effect{}
+	case notOurNode(rec, node) != "" && node.State != stateDeleting && !rec.DeleteUnanswered:
+		// Another node, not being deleted, after every delete we sent was
+		// answered and its operation finished: a person's, made after
+		// our delete landed (or it would be DELETING or gone). Left as it is.
+		return closeRec(rec, notOurNode(rec, node)+personsCreateNote(rec, cfg)), Effect{}
+	case notOurNode(rec, node) != "" && node.State != stateDeleting:
+		// Another node while a delete of ours may still land on it: never
+		// deleted by us again, and not closed on one read either.
+		return wait(rec, now, cfg, "node "+describe(node)+" has another id while a delete of ours has no verdict", true)
 	case node.State == stateDeleting:
 		// Our delete (its answer lost, its operation finished, or ended in
 		// error) is still under way: look again later, counted, so a node
@@ -286,8 +293,16 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		return rec, eff
 	}
-	if healthy(node) || onPurpose(node.State) {
-		return closeRec(rec, "node is "+describe(node)+" and our delete did not happen: not deleted"), Effect{}
+	if why := leftAlone(node, cfg); why != "" {
+		if rec.DeleteUnanswered {
+			// A delete of ours failed in a way that may still land: the
+			// read alone does not say it did not happen. Look again,
+			// counted: it lands (NOT FOUND, ours to create), or the
+			// recovery ends abandoned with its spec, never closed on
+			// one read.
+			return wait(rec, now, cfg, "node is "+why+" while a delete of ours has no verdict", true)
+		}
+		return closeRec(rec, "node is "+why+" and our delete did not happen: not deleted"), Effect{}
 	}
 	// The node is there and not being deleted: the delete did not happen
 	// (yet: it may still land).
@@ -306,6 +321,57 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 	return rec, Effect{Kind: EffectDelete, Target: rec.Node}
 }
 
+// leftAlone says why the present node (not DELETING) is not to be deleted
+// again: healthy, stopped or otherwise done on purpose, or opted out; ""
+// when it still needs the recovery.
+func leftAlone(node *tpu.Node, cfg Config) string {
+	switch {
+	case healthy(node) || onPurpose(node.State):
+		return describe(node)
+	case cfg.LabelKey == "" || node.Labels[cfg.LabelKey] != cfg.LabelValue:
+		return fmt.Sprintf("%s without label %s=%s (opted out)", describe(node), cfg.LabelKey, cfg.LabelValue)
+	}
+	return ""
+}
+
+// deleteUnresolved reports whether rec (a recreate) sent a delete that has
+// no verdict yet: the node was not seen gone since. Such a recovery owns
+// the node's outcome, and no single read of it closes the recovery.
+func deleteUnresolved(rec Recovery) bool {
+	if rec.Action == ActionReset || !deleteSent(rec) {
+		return false
+	}
+	switch rec.Phase {
+	case PhaseSaved, PhaseDeleting, PhaseFailed:
+		return true
+	}
+	return false
+}
+
+// personsCreate is the last kept entry of a person's create of the node at
+// or after since, nil when there is none.
+func personsCreate(rec Recovery, since time.Time, cfg Config) *Evidence {
+	var last *Evidence
+	for i := range rec.Evidence {
+		e := &rec.Evidence[i]
+		if e.Change != events.ChangeCreateNode || e.Code != 0 || e.Time.Before(since) || ourEntry(rec, *e, cfg) {
+			continue
+		}
+		if last == nil || !e.Time.Before(last.Time) {
+			last = e
+		}
+	}
+	return last
+}
+
+// personsCreateNote names a person's create in a record, "" with none.
+func personsCreateNote(rec Recovery, cfg Config) string {
+	if e := personsCreate(rec, rec.StartedAt, cfg); e != nil {
+		return " (created by " + describeEvidence(e) + ")"
+	}
+	return ""
+}
+
 // deletedNode: the node is NOT FOUND after our delete was sent, which makes
 // it ours to create again, unless a person's delete is in evidence. After
 // an ambiguous delete the evidence is waited for (EvidenceWait from the
@@ -313,7 +379,17 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 func deletedNode(rec Recovery, obs Observation, now time.Time, cfg Config) (Recovery, Effect) {
 	ambiguous := deleteAmbiguous(rec)
 	if e := personsDelete(rec, events.ChangeDeleteNode, rec.StartedAt, cfg, ambiguous); e != nil {
-		return closeRec(rec, fmt.Sprintf("node NOT FOUND: deleted by %s, not by recovery gen %d; not recreated", describeEvidence(e), rec.Generation)), Effect{}
+		c := personsCreate(rec, e.Time, cfg)
+		if c == nil || personsDelete(rec, events.ChangeDeleteNode, c.Time.Add(time.Nanosecond), cfg, ambiguous) != nil {
+			return closeRec(rec, fmt.Sprintf("node NOT FOUND: deleted by %s, not by recovery gen %d; not recreated", describeEvidence(e), rec.Generation)), Effect{}
+		}
+		// The person deleted the node and created it again, and no one's
+		// delete since is in evidence: our delete, sent meanwhile, removed
+		// their node. Ours to create, from the saved spec.
+		rec.LastError = fmt.Sprintf("node NOT FOUND after %s deleted it and created it again (%s): our delete removed their node; created from the saved spec",
+			describeEvidence(e), describeEvidence(c))
+		rec.Phase, rec.GoneAt = PhaseDeleted, time.Time{}
+		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
 	}
 	if ambiguous {
 		if rec.GoneAt.IsZero() {

@@ -54,21 +54,21 @@ var AllKinds = []Kind{
 // breaks one today; its failing seeds and why are written down where the
 // lead tracks them. To turn one on, add it here.
 var Enabled = []Kind{
-	AmbiguousCreate, AmbiguousPatch, AmbiguousMaintenance,
+	AmbiguousDelete, AmbiguousCreate, AmbiguousPatch, AmbiguousMaintenance,
 	Errors, Lag,
-	PageSkip,
-	PersonPause, Unaudited,
+	PageRepeat, PageLoop, PageSkip, PageEmpty,
+	PersonRecreate, PersonRelabel, PersonStop, PersonMaintenance, PersonPause, Unaudited,
 	LedgerAbort, LedgerLostCommit,
 	Forged,
-	// Off until the engine keeps the invariants under them (issue 18):
-	// AmbiguousDelete (a node lost: the evidence rule), PageRepeat,
-	// PageEmpty, PageLoop (a repeated page token followed: loop bounds),
-	// PersonDelete (a second create after a person's delete), PersonStop,
-	// PersonRelabel, PersonMaintenance (a recovery whose delete was sent
-	// closed on one read, STOPPED, opted out, or READY, while the delete
-	// had no verdict yet: it lands, the node is lost), PersonRecreate (a
-	// person's new node, made between our last read and our delete, is
-	// deleted by it; the recovery closes without naming them).
+	// PersonDelete is off: with person-pause and unaudited, a node our
+	// create made READY while its zone was paused, then deleted by a
+	// person whose audit entry never came, is created a second time after
+	// the resume (seed 802 of -kinds all): the paused recovery never
+	// advanced on the READY read, so its create has no verdict.
+	// PersonStop, PersonRelabel, PersonMaintenance and PersonRecreate are
+	// on since a recovery whose delete was sent is no longer closed on
+	// one read; AmbiguousDelete and the page kinds since the evidence and
+	// bounds work (TestSwarmRegressions).
 }
 
 // ParseKinds reads a comma-separated list of kinds; "all" is AllKinds and

@@ -1,0 +1,46 @@
+package swarm
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// baseKinds is Enabled as it was when these seeds were found: the rows name
+// their kinds in full, so enabling a kind later does not change their plans.
+const baseKinds = "ambiguous-create,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-skip,person-pause,unaudited"
+
+// oldPeople is the kinds the person-relabel, person-maintenance and
+// person-recreate seeds of the first runs were found with.
+const oldPeople = "ambiguous-create,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-skip,person-maintenance,person-recreate,person-relabel,unaudited"
+
+// TestSwarmRegressions replays seeds that once broke an invariant, each
+// with the exact kinds it was found with.
+func TestSwarmRegressions(t *testing.T) {
+	for _, tc := range []struct {
+		seed  uint64
+		kinds string
+		why   string
+	}{
+		{54, baseKinds + ",person-stop", "a person stops the node right after our delete was accepted: STOPPED closed the recovery, the delete landed, the node was lost"},
+		{85, baseKinds + ",person-relabel", "a person opts the node out right after our delete: closed on the labels while the delete ran; node lost"},
+		{885, oldPeople, "a person's relabel during our delete (node lost)"},
+		{910, oldPeople, "a person's relabel during our delete (node lost)"},
+		{562, oldPeople, "a person's maintenance over our delete: READY read once closed the recovery; node lost"},
+		{658, oldPeople, "a person's maintenance over our delete (node lost)"},
+		{677, oldPeople, "a person's maintenance over our delete (node lost)"},
+		{1021, "ambiguous-create,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-skip,person-pause,person-recreate,unaudited",
+			"a person recreates the node between our read and our delete; our delete removes their node and the recovery closed without naming them"},
+	} {
+		t.Run(fmt.Sprint(tc.seed), func(t *testing.T) {
+			kinds, err := ParseKinds(tc.kinds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Run(context.Background(), tc.seed, Options{Config: loadConfig(t), Kinds: kinds})
+			if len(res.Violations) > 0 {
+				t.Errorf("seed %d (%s): %s\n%s\nviolations: %v%s", tc.seed, tc.kinds, tc.why, res.Plan, res.Violations, res.Trace)
+			}
+		})
+	}
+}
