@@ -50,7 +50,9 @@ func Decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 		d := Decide(ev, obs, unpaused, now, cfg)
 		if pd := pausedDecision(d, *h.Pause, now); pd.Action != d.Action {
 			// A mutation held back: no claim, and a look again later.
-			return plan(pd, ev, obs, h, now, cfg)
+			pd = plan(pd, ev, obs, h, now, cfg)
+			pd.SeenReady = seenReady(h.Recovery, obs.Node, now)
+			return pd
 		}
 		return d
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	tpu "google.golang.org/api/tpu/v2"
+
 	"github.com/tpu-autoheal/autoheal/internal/events"
 )
 
@@ -150,4 +152,29 @@ func (h *Handler) Evidence(ctx context.Context, ev events.Event) (Record, error)
 	r.Action, r.Reason = ActionSkip, note
 	_ = h.Recorder.Record(ctx, r)
 	return r, nil
+}
+
+// changeSeenReady marks an entry the recovery keeps itself, no audit
+// entry: its node was seen READY with its generation label.
+const changeSeenReady events.Change = "autoheal-seen-ready"
+
+// seenReady is the entry a paused look keeps when it sees rec's create
+// finished (phase creating, the node READY with our generation label):
+// a paused recovery is not claimed and so not advanced, and without it a
+// person's delete during the pause, its audit entry lost, would read as a
+// failed create after the resume and the node be created twice. nil when
+// there is nothing to keep, or it is kept already.
+func seenReady(rec *Recovery, node *tpu.Node, now time.Time) *Evidence {
+	if rec == nil || !rec.Unfinished() || rec.Action == ActionReset || rec.Phase != PhaseCreating ||
+		node == nil || !ourGeneration(*rec, node) || !healthy(node) || createSeen(*rec) {
+		return nil
+	}
+	return &Evidence{InsertID: fmt.Sprintf("autoheal-seen-ready-gen-%d", rec.Generation), Change: changeSeenReady, Time: now, Last: true}
+}
+
+// createSeen reports whether rec's create was seen finished (seenReady).
+func createSeen(rec Recovery) bool {
+	return slices.ContainsFunc(rec.Evidence, func(e Evidence) bool {
+		return e.Change == changeSeenReady && e.InsertID == fmt.Sprintf("autoheal-seen-ready-gen-%d", rec.Generation)
+	})
 }

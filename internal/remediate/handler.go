@@ -297,6 +297,11 @@ func (h *Handler) perform(ctx context.Context, ev events.Event, obs *Observed, h
 			return ledgerErr("set deferral", err)
 		}
 	}
+	if d.SeenReady != nil {
+		if _, err := h.Store.KeepEvidence(ctx, name, *d.SeenReady); err != nil {
+			return ledgerErr("keep create seen finished", err)
+		}
+	}
 	if d.Close != "" && hist.Recovery != nil {
 		return h.closeRecovery(ctx, *hist.Recovery, d.Close, r)
 	}

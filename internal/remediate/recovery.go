@@ -485,6 +485,10 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 		if e := personsDelete(rec, events.ChangeDeleteNode, rec.CreateSentAt, cfg, false); e != nil {
 			return closeRec(rec, fmt.Sprintf("node NOT FOUND while recovery gen %d created it: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
 		}
+		if createSeen(rec) {
+			// Seen READY with our label while paused: the create finished.
+			return createdThenGone(rec, now, cfg)
+		}
 		rec.Phase = PhaseDeleted // the create did not take: request it again
 		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
 	case ourGeneration(rec, node) && healthy(node):

@@ -61,6 +61,9 @@ type Decision struct {
 	ClearDeferral bool      // drop the node's deferral
 	Claim         bool      // claim (or take over) the node's recovery with Action, then Step it
 	Close         string    // close the node's unfinished recovery (lease expired) with this why
+	// SeenReady keeps Seen (evidence.go) in the recovery's ledger: a
+	// paused recovery's create seen finished, with no claim.
+	SeenReady *Evidence
 	// Since, when set, is the deferral's Since instead of the pending
 	// one's: a node exempt from its grace (in maintenance) starts its
 	// grace only after the exemption.

@@ -57,18 +57,17 @@ var Enabled = []Kind{
 	AmbiguousDelete, AmbiguousCreate, AmbiguousPatch, AmbiguousMaintenance,
 	Errors, Lag,
 	PageRepeat, PageLoop, PageSkip, PageEmpty,
-	PersonRecreate, PersonRelabel, PersonStop, PersonMaintenance, PersonPause, Unaudited,
+	PersonDelete, PersonRecreate, PersonRelabel, PersonStop, PersonMaintenance, PersonPause, Unaudited,
 	LedgerAbort, LedgerLostCommit,
 	Forged,
-	// PersonDelete is off: with person-pause and unaudited, a node our
-	// create made READY while its zone was paused, then deleted by a
-	// person whose audit entry never came, is created a second time after
-	// the resume (seed 802 of -kinds all): the paused recovery never
-	// advanced on the READY read, so its create has no verdict.
-	// PersonStop, PersonRelabel, PersonMaintenance and PersonRecreate are
-	// on since a recovery whose delete was sent is no longer closed on
-	// one read; AmbiguousDelete and the page kinds since the evidence and
-	// bounds work (TestSwarmRegressions).
+	// PersonDelete is on since a paused look that sees the create finished
+	// (READY with our generation label) keeps that in the ledger: a
+	// person's delete during the pause, its audit entry lost, no longer
+	// makes the node a second time after the resume (seed 802 of -kinds
+	// all). PersonStop, PersonRelabel, PersonMaintenance and
+	// PersonRecreate are on since a recovery whose delete was sent is no
+	// longer closed on one read; AmbiguousDelete and the page kinds since
+	// the evidence and bounds work (TestSwarmRegressions).
 }
 
 // ParseKinds reads a comma-separated list of kinds; "all" is AllKinds and

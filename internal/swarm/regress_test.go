@@ -31,6 +31,8 @@ func TestSwarmRegressions(t *testing.T) {
 		{677, oldPeople, "a person's maintenance over our delete (node lost)"},
 		{1021, "ambiguous-create,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-skip,person-pause,person-recreate,unaudited",
 			"a person recreates the node between our read and our delete; our delete removes their node and the recovery closed without naming them"},
+		{802, "ambiguous-create,ambiguous-delete,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-empty,page-loop,page-repeat,page-skip,person-delete,person-maintenance,person-pause,person-recreate,person-relabel,person-stop,unaudited",
+			"our create READY while its zone was paused, then a person's unaudited delete: NOT FOUND in phase creating after the resume made the node a second time"},
 	} {
 		t.Run(fmt.Sprint(tc.seed), func(t *testing.T) {
 			kinds, err := ParseKinds(tc.kinds)
