@@ -108,7 +108,23 @@ func (a *applyFlags) sealer(ctx context.Context) (seal.Sealer, func() error, err
 	if a.macKey == "" {
 		return seal.RandomLocalKeys(), func() error { return nil }, nil
 	}
-	return openSealer(ctx, a.macKey)
+	s, closeFn, err := openSealer(ctx, a.macKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	// One seal and its check now, before any entry is read: an account
+	// that may not use the key would otherwise retry every recovery until
+	// --wait or its cap, deleting nothing, with no word of why.
+	probe := []byte("autoheal replay: may this account seal with --mac-key?")
+	sl, err := s.Seal(ctx, probe)
+	if err == nil {
+		err = s.Verify(ctx, probe, sl)
+	}
+	if err != nil {
+		closeFn()
+		return nil, nil, setupf("--mac-key %s: cannot seal and verify with it (%v): the account running replay needs cloudkms.cryptoKeyVersions.useToSign and useToVerify on that key, which the module grants only to the function (docs/security.md)", a.macKey, err)
+	}
+	return s, closeFn, nil
 }
 
 // openSealer opens the Cloud KMS MAC key version (a variable: tests seal

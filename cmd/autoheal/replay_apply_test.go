@@ -279,3 +279,34 @@ func withSealer(t *testing.T) {
 	}
 	t.Cleanup(func() { openSealer = old })
 }
+
+// A --mac-key the account may not use is a setup error before any entry
+// is read, never a run that retries every recovery until its cap.
+func TestReplayMACKeyThatCannotSealIsASetupError(t *testing.T) {
+	store := ledger.NewMemory()
+	withLedger(t, store)
+	old := openSealer
+	openSealer = func(context.Context, string) (seal.Sealer, func() error, error) {
+		return refusingSealer{}, func() error { return nil }, nil
+	}
+	t.Cleanup(func() { openSealer = old })
+	srv := applyServer(t)
+	file := applyEntry(t)
+	r := runCLI(t, nil, "replay", "--tpu-endpoint", srv.URL(), "--apply", "--ledger-project", "host-proj", "--mac-key", testMACKey, file)
+	if got := exitCodeOf(r.err, nil); got != exitUsage || !strings.Contains(r.err.Error(), "useToSign") {
+		t.Fatalf("exit %d (%v), want %d naming the grant the account lacks", got, r.err, exitUsage)
+	}
+	if n := srv.Count("nodes.delete", podNode); n != 0 {
+		t.Errorf("%d deletes sent, want none", n)
+	}
+}
+
+type refusingSealer struct{}
+
+func (refusingSealer) Seal(context.Context, []byte) (seal.Seal, error) {
+	return seal.Seal{}, errors.New("rpc error: code = PermissionDenied desc = Permission 'cloudkms.cryptoKeyVersions.useToSign' denied")
+}
+
+func (refusingSealer) Verify(context.Context, []byte, seal.Seal) error {
+	return errors.New("permission denied")
+}

@@ -179,6 +179,7 @@ func latest(ts ...time.Time) time.Time {
 func cloneRecovery(r remediate.Recovery) remediate.Recovery {
 	r.Spec = remediate.CloneNode(r.Spec)
 	r.SentOps = slices.Clone(r.SentOps)
+	r.Actors = slices.Clone(r.Actors)
 	r.Evidence = slices.Clone(r.Evidence)
 	return r
 }

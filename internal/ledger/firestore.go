@@ -126,6 +126,7 @@ type recoveryDoc struct {
 	PausedMillis   int64       `firestore:"pausedMillis"` // Recovery.Paused
 	// The evidence rule (remediate/evidence.go).
 	SentOps          []string  `firestore:"sentOps"`
+	Actors           []string  `firestore:"actors"`
 	DeleteAnswered   bool      `firestore:"deleteAnswered"`
 	DeleteUnanswered bool      `firestore:"deleteUnanswered"`
 	CreateSentAt     time.Time `firestore:"createSentAt"`
@@ -144,7 +145,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
 		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "unfinished": d.Unfinished, "counted": d.Counted,
 		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
-		"sentOps": d.SentOps, "deleteAnswered": d.DeleteAnswered, "deleteUnanswered": d.DeleteUnanswered,
+		"sentOps": d.SentOps, "actors": d.Actors, "deleteAnswered": d.DeleteAnswered, "deleteUnanswered": d.DeleteUnanswered,
 		"createSentAt": d.CreateSentAt, "goneAt": d.GoneAt, "evidence": d.Evidence,
 		"stockouts":    d.Stockouts,
 		"pausedMillis": d.PausedMillis,
@@ -175,7 +176,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
 		NextLookAt: r.NextLookAt, Failures: r.Failures, Stockouts: r.Stockouts,
-		SentOps: r.SentOps, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
+		SentOps: r.SentOps, Actors: r.Actors, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
 		CreateSentAt: r.CreateSentAt, GoneAt: r.GoneAt, Evidence: evidence,
 		PausedMillis: r.Paused.Milliseconds(),
 	}, nil
@@ -199,7 +200,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
 		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures, Stockouts: d.Stockouts,
 		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
-		SentOps: d.SentOps, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
+		SentOps: d.SentOps, Actors: d.Actors, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
 		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
 	}, nil
 }

@@ -84,3 +84,19 @@ func TestStockoutsSurviveTheDocument(t *testing.T) {
 		t.Errorf("read back stockouts %d, failures %d; want 3, 2", got.Stockouts, got.Failures)
 	}
 }
+
+// The identities that sent a recovery's calls survive the Firestore
+// document: a process that takes the recovery over knows them as its own.
+func TestActorsSurviveTheDocument(t *testing.T) {
+	doc, err := toDoc(nodeLedger{Latest: &remediate.Recovery{Node: "projects/p/locations/z/nodes/n", Actors: []string{"operator@acme.example"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := doc.recovery()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Actors) != 1 || got.Actors[0] != "operator@acme.example" {
+		t.Errorf("read back actors %q, want [operator@acme.example]", got.Actors)
+	}
+}

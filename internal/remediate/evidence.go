@@ -58,6 +58,9 @@ func ourEntry(rec Recovery, e Evidence, cfg Config) bool {
 	if cfg.Actor != "" && strings.EqualFold(e.Principal, cfg.Actor) {
 		return true
 	}
+	if e.Principal != "" && slices.ContainsFunc(rec.Actors, func(a string) bool { return strings.EqualFold(a, e.Principal) }) {
+		return true // a call another process of ours sent (replay, then the function)
+	}
 	if e.OperationID == "" {
 		return false
 	}

@@ -38,6 +38,9 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs *Observation, r *Re
 		if sealErr != nil {
 			return h.sealWait(ctx, rec, sealErr, r)
 		}
+		if sendsCall(eff.Kind) && h.Config.Actor != "" {
+			next.Actors = appendOp(next.Actors, h.Config.Actor) // saved before the call goes out
+		}
 		if changed(rec, next) || i == 0 {
 			if err := h.save(ctx, next); err != nil {
 				r.Phase = rec.Phase
@@ -105,6 +108,12 @@ func isExhaustedText(rec Recovery) bool {
 		}
 	}
 	return false
+}
+
+// sendsCall reports whether an effect is a mutating call whose audit entry
+// will name the process's identity.
+func sendsCall(k EffectKind) bool {
+	return k == EffectDelete || k == EffectCreate || k == EffectReset
 }
 
 // changed reports whether next differs from rec in anything the ledger

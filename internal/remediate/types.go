@@ -320,7 +320,12 @@ type Recovery struct {
 	// FOUND). CreateSentAt is when the last create was requested. GoneAt is when the node was first seen
 	// NOT FOUND where only evidence can say whose doing that was (zero
 	// otherwise): the recovery waits EvidenceWait from it.
-	SentOps          []string
+	SentOps []string
+	// Actors are the identities (Config.Actor) of every process that sent
+	// one of this recovery's calls: replay --apply over the function's
+	// ledger and the function act as different accounts, and an entry by
+	// either is the recovery's own, never a person's.
+	Actors           []string
 	DeleteAnswered   bool
 	DeleteUnanswered bool
 	CreateSentAt     time.Time

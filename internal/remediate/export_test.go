@@ -1,0 +1,4 @@
+package remediate
+
+// OurEntry exposes ourEntry to the package's external tests.
+var OurEntry = ourEntry
