@@ -302,7 +302,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 			// one read.
 			return wait(rec, now, cfg, "node is "+why+" while a delete of ours has no verdict", true)
 		}
-		return closeRec(rec, "node is "+why+" and our delete did not happen: not deleted"), Effect{}
+		return closeRec(rec, "node is "+why+" and our delete did not happen: not deleted"+personsDeleteNote(rec, cfg)+personsCreateNote(rec, cfg)), Effect{}
 	}
 	// The node is there and not being deleted: the delete did not happen
 	// (yet: it may still land).
@@ -362,6 +362,15 @@ func personsCreate(rec Recovery, since time.Time, cfg Config) *Evidence {
 		}
 	}
 	return last
+}
+
+// personsDeleteNote names a person's delete of the node in a record, ""
+// with none.
+func personsDeleteNote(rec Recovery, cfg Config) string {
+	if e := personsDelete(rec, events.ChangeDeleteNode, rec.StartedAt, cfg, false); e != nil {
+		return " (deleted by " + describeEvidence(e) + ")"
+	}
+	return ""
 }
 
 // personsCreateNote names a person's create in a record, "" with none.

@@ -33,6 +33,8 @@ func TestSwarmRegressions(t *testing.T) {
 			"a person recreates the node between our read and our delete; our delete removes their node and the recovery closed without naming them"},
 		{802, "ambiguous-create,ambiguous-delete,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-empty,page-loop,page-repeat,page-skip,person-delete,person-maintenance,person-pause,person-recreate,person-relabel,person-stop,unaudited",
 			"our create READY while its zone was paused, then a person's unaudited delete: NOT FOUND in phase creating after the resume made the node a second time"},
+		{2197, "ambiguous-create,ambiguous-delete,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-empty,page-loop,page-repeat,page-skip,person-delete,person-maintenance,person-pause,person-recreate,person-relabel,person-stop,unaudited",
+			"a person deletes and recreates the node while our delete is refused: the recovery closed \"our delete did not happen\" without naming the person's delete and create"},
 	} {
 		t.Run(fmt.Sprint(tc.seed), func(t *testing.T) {
 			kinds, err := ParseKinds(tc.kinds)
