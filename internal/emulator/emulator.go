@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,15 @@ func (k Kind) args(hostPort string) ([]string, error) {
 		return []string{"beta", "emulators", "pubsub", "start", "--host-port=" + hostPort, "--project=" + Project, "--quiet"}, nil
 	}
 	return nil, fmt.Errorf("unknown emulator kind %q", k)
+}
+
+// servingLine is what the emulator of kind k prints once it serves on host.
+func (k Kind) servingLine(host string) string {
+	if k == PubSub {
+		_, port, _ := net.SplitHostPort(host)
+		return "Server started, listening on " + port
+	}
+	return "API endpoint: http://" + host
 }
 
 // ready reports whether resp, the answer to readyURL, shows the emulator
@@ -123,20 +133,36 @@ func Start(ctx context.Context, k Kind) (*Emulator, error) {
 	if err != nil {
 		return nil, ErrNoGcloud
 	}
-	host, err := freeAddr()
-	if err != nil {
-		return nil, fmt.Errorf("start %s emulator: %w", k, err)
-	}
-	args, _ := k.args(host)
-	p, err := startGroup(gcloud, args)
-	if err != nil {
-		return nil, fmt.Errorf("start %s emulator: %w", k, err)
+	// The port is chosen before the emulator binds it, so something else
+	// can take it in between (another package's emulator, a server of a
+	// test). An emulator that cannot bind says so and exits: that, and only
+	// that, is tried again on another port.
+	var (
+		host string
+		p    *process
+	)
+	for attempt := 1; ; attempt++ {
+		host, err = pickAddr()
+		if err != nil {
+			return nil, fmt.Errorf("start %s emulator: %w", k, err)
+		}
+		args, _ := k.args(host)
+		p, err = startGroup(gcloud, args)
+		if err != nil {
+			return nil, fmt.Errorf("start %s emulator: %w", k, err)
+		}
+		err = waitReady(ctx, k, host, p)
+		if err == nil {
+			break
+		}
+		out := p.output()
+		stopErr := p.stop()
+		if attempt < bindAttempts && portTaken(out) && ctx.Err() == nil {
+			continue
+		}
+		return nil, errors.Join(fmt.Errorf("start %s emulator on %s (attempt %d): %w\n%s", k, host, attempt, err, out), stopErr)
 	}
 	e := &Emulator{Kind: k, Host: host, proc: p}
-	if err := waitReady(ctx, k, host, p); err != nil {
-		stopErr := p.stop()
-		return nil, errors.Join(fmt.Errorf("start %s emulator on %s: %w\n%s", k, host, err, p.output()), stopErr)
-	}
 	if err := os.Setenv(k.EnvVar(), host); err != nil {
 		return nil, errors.Join(err, p.stop())
 	}
@@ -178,8 +204,58 @@ func startFunc(ctx context.Context, k Kind) (string, func(), error) {
 	}, nil
 }
 
-// freeAddr is a loopback host:port nobody listens on right now.
+// bindAttempts bounds how many ports Start tries.
+const bindAttempts = 4
+
+// pickAddr chooses the port Start tries; tests replace it.
+var pickAddr = freeAddr
+
+// portTaken reports whether an emulator's output says its port was taken.
+func portTaken(out string) bool {
+	return strings.Contains(out, "Address already in use") || strings.Contains(out, "BindException")
+}
+
+// freeAddr is a loopback host:port nobody listens on right now, chosen
+// below the kernel's ephemeral range when it can be: a port from that
+// range (what port 0 gives) can be taken, before the emulator binds it,
+// as the source port of any outgoing connection or by a server another
+// process binds to port 0.
 func freeAddr() (string, error) {
+	lo := ephemeralLow()
+	const base = 20000
+	if lo > base+1000 {
+		span := lo - base
+		start := base + int(time.Now().UnixNano()%int64(span))
+		for i := 0; i < 64; i++ {
+			port := base + (start-base+i*7919)%span
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err == nil {
+				addr := l.Addr().String()
+				l.Close()
+				return addr, nil
+			}
+		}
+	}
+	return anyFreeAddr()
+}
+
+// ephemeralLow is the lowest port of the kernel's ephemeral range, or 0
+// when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	lo, _ := strconv.Atoi(f[0])
+	return lo
+}
+
+// anyFreeAddr is a loopback host:port the kernel chose as free.
+func anyFreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)
@@ -201,7 +277,10 @@ func waitReady(ctx context.Context, k Kind, host string, p *process) error {
 		if resp, err := client.Do(req); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if k.ready(resp) {
+			// An answer from the port is not enough: another process may
+			// hold it (ours then fails to bind). Our emulator's own
+			// output must say it serves there.
+			if k.ready(resp) && strings.Contains(p.output(), k.servingLine(host)) {
 				return nil
 			}
 		}
@@ -210,6 +289,16 @@ func waitReady(ctx context.Context, k Kind, host string, p *process) error {
 			return fmt.Errorf("not serving after %s: %w", StartupTimeout, ctx.Err())
 		case <-p.exited:
 			return fmt.Errorf("emulator exited before serving: %v", p.waitErr)
+		default:
+		}
+		// The guard outlives the emulator (it waits on its stdin), so an
+		// emulator that exited is seen by gcloud, which runs it, being gone.
+		if p.child > 0 && !pidAlive(p.child) {
+			return errors.New("emulator exited before serving")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not serving after %s: %w", StartupTimeout, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

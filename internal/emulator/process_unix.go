@@ -186,3 +186,23 @@ func groupMembers(pgid int) ([]int, error) {
 	}
 	return pids, nil
 }
+
+// pidAlive reports whether process pid exists and is not a zombie. Where
+// /proc is missing, kill(2) answers, zombies included.
+func pidAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if _, statErr := os.Stat("/proc/self/stat"); statErr != nil {
+			err := syscall.Kill(pid, 0)
+			return err == nil || errors.Is(err, syscall.EPERM)
+		}
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return true
+	}
+	f := strings.Fields(s[i+1:])
+	return len(f) == 0 || (f[0] != "Z" && f[0] != "X")
+}
