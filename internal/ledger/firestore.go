@@ -193,7 +193,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 			return remediate.Recovery{}, fmt.Errorf("evidence of %s: %w", d.Node, err)
 		}
 	}
-	return remediate.Recovery{
+	return upgradeRecovery(remediate.Recovery{ // legacy.go
 		Node: d.Node, Project: d.Project, Action: remediate.Action(d.Action), Phase: remediate.Phase(d.Phase),
 		Spec: spec, SpecSeal: seal.Seal{KeyVersion: d.SpecKeyVersion, MAC: d.SpecMAC}, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
 		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
@@ -202,7 +202,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
 		SentOps: d.SentOps, Actors: d.Actors, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
 		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
-	}, nil
+	}), nil
 }
 
 func fromSnapshot(s *firestore.DocumentSnapshot) (nodeLedger, error) {
