@@ -112,6 +112,7 @@ type recoveryDoc struct {
 	LeaseMillis    int64       `firestore:"leaseMillis"`
 	DeleteOp       string      `firestore:"deleteOp"`
 	CreateOp       string      `firestore:"createOp"`
+	ResetOp        string      `firestore:"resetOp"` // a reset's operation; before the field, in createOp (recovery)
 	Attempts       int         `firestore:"attempts"`
 	EventID        string      `firestore:"eventId"`
 	Cause          string      `firestore:"cause"`
@@ -141,7 +142,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"specKeyVersion": d.SpecKeyVersion, "specMac": d.SpecMAC,
 		"nodeId": d.NodeID, "deleteSent": d.DeleteSent,
 		"queuedResource": d.QueuedResource, "generation": d.Generation, "holder": d.Holder,
-		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp,
+		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp, "resetOp": d.ResetOp,
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
 		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "unfinished": d.Unfinished, "counted": d.Counted,
 		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
@@ -172,7 +173,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		NodeID: r.NodeID, DeleteSent: r.DeleteSent,
 		QueuedResource: r.QueuedResource, Generation: r.Generation, Holder: r.Holder,
 		LeaseUntil: r.LeaseUntil, LeaseMillis: n.LeaseFor.Milliseconds(),
-		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, Attempts: r.Attempts, EventID: r.EventID,
+		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, ResetOp: r.ResetOp, Attempts: r.Attempts, EventID: r.EventID,
 		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
 		NextLookAt: r.NextLookAt, Failures: r.Failures, Stockouts: r.Stockouts,
@@ -193,16 +194,21 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 			return remediate.Recovery{}, fmt.Errorf("evidence of %s: %w", d.Node, err)
 		}
 	}
-	return remediate.Recovery{
+	rec := remediate.Recovery{
 		Node: d.Node, Project: d.Project, Action: remediate.Action(d.Action), Phase: remediate.Phase(d.Phase),
 		Spec: spec, SpecSeal: seal.Seal{KeyVersion: d.SpecKeyVersion, MAC: d.SpecMAC}, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
-		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
+		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, ResetOp: d.ResetOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
 		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures, Stockouts: d.Stockouts,
 		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
 		SentOps: d.SentOps, Actors: d.Actors, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
 		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
-	}, nil
+	}
+	// A reset saved before ResetOp existed kept its operation in createOp.
+	if rec.Action == remediate.ActionReset && rec.ResetOp == "" {
+		rec.ResetOp, rec.CreateOp = rec.CreateOp, ""
+	}
+	return rec, nil
 }
 
 func fromSnapshot(s *firestore.DocumentSnapshot) (nodeLedger, error) {
