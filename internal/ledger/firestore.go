@@ -119,6 +119,7 @@ type recoveryDoc struct {
 	StartedAt      time.Time   `firestore:"startedAt"`
 	UpdatedAt      time.Time   `firestore:"updatedAt"`
 	LastError      string      `firestore:"lastError"`
+	LastKind       string      `firestore:"lastKind"`   // Recovery.LastKind by its word; absent before the field (recovery)
 	Unfinished     bool        `firestore:"unfinished"` // queried by Unfinished
 	Counted        bool        `firestore:"counted"`
 	Recreates      []time.Time `firestore:"recreates"`
@@ -144,7 +145,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"queuedResource": d.QueuedResource, "generation": d.Generation, "holder": d.Holder,
 		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp, "resetOp": d.ResetOp,
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
-		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "unfinished": d.Unfinished, "counted": d.Counted,
+		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "lastKind": d.LastKind, "unfinished": d.Unfinished, "counted": d.Counted,
 		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
 		"sentOps": d.SentOps, "actors": d.Actors, "deleteAnswered": d.DeleteAnswered, "deleteUnanswered": d.DeleteUnanswered,
 		"createSentAt": d.CreateSentAt, "goneAt": d.GoneAt, "evidence": d.Evidence,
@@ -174,7 +175,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		QueuedResource: r.QueuedResource, Generation: r.Generation, Holder: r.Holder,
 		LeaseUntil: r.LeaseUntil, LeaseMillis: n.LeaseFor.Milliseconds(),
 		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, ResetOp: r.ResetOp, Attempts: r.Attempts, EventID: r.EventID,
-		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
+		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError, LastKind: r.LastKind.String(),
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
 		NextLookAt: r.NextLookAt, Failures: r.Failures, Stockouts: r.Stockouts,
 		SentOps: r.SentOps, Actors: r.Actors, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
@@ -203,6 +204,11 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
 		SentOps: d.SentOps, Actors: d.Actors, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
 		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
+	}
+	rec.LastKind = remediate.KindNamed(d.LastKind)
+	if d.LastKind == "" {
+		// Saved before lastKind: the kind is in LastError's words.
+		rec.LastKind = remediate.KindInText(d.LastError)
 	}
 	// A reset saved before ResetOp existed kept its operation in createOp.
 	if rec.Action == remediate.ActionReset && rec.ResetOp == "" {

@@ -135,3 +135,39 @@ func TestResetOperationReadsFromOldDocuments(t *testing.T) {
 		})
 	}
 }
+
+// The last failure's kind is kept by its word; a document saved before
+// lastKind has it read from lastError's words, and one saved with it is
+// never read from the words.
+func TestLastKindReadsFromOldDocuments(t *testing.T) {
+	const node = "projects/p/locations/z/nodes/n"
+	doc, err := toDoc(nodeLedger{Latest: &remediate.Recovery{Node: node, Phase: remediate.PhaseDeleted, LastError: "create (quota): Quota exceeded", LastKind: remediate.KindQuota}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.fields()["lastKind"] != "quota" {
+		t.Errorf("written lastKind %v; want quota", doc.fields()["lastKind"])
+	}
+	for _, tc := range []struct {
+		name string
+		doc  recoveryDoc
+		want remediate.Kind
+	}{
+		{"saved with lastKind", recoveryDoc{Node: node, LastError: "create (quota): Quota exceeded", LastKind: "quota"}, remediate.KindQuota},
+		{"saved with lastKind none, words quoting a stockout", recoveryDoc{Node: node, LastError: "closed: was create (stockout): x", LastKind: "none"}, remediate.KindNone},
+		{"saved before lastKind, a stockout", recoveryDoc{Node: node, LastError: "create (stockout): There is no more capacity in the zone"}, remediate.KindStockout},
+		{"saved before stockouts and quotas were told apart", recoveryDoc{Node: node, LastError: "create (exhausted): stockout"}, remediate.KindStockout},
+		{"saved before lastKind, a permanent failure", recoveryDoc{Node: node, LastError: "create (permanent): denied"}, remediate.KindPermanent},
+		{"saved before lastKind, no failure", recoveryDoc{Node: node}, remediate.KindNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.doc.recovery()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.LastKind != tc.want {
+				t.Errorf("read LastKind %s; want %s", got.LastKind, tc.want)
+			}
+		})
+	}
+}

@@ -225,7 +225,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		if IsNotFound(res.Err) {
 			rec.Failures += TransientWeight
-			rec.LastError = "delete: " + res.Err.Error()
+			rec.LastError, rec.LastKind = "delete: "+res.Err.Error(), KindNotFound
 			if rec.Failures >= FailureLimit(cfg) {
 				return Abandon(rec, "delete answered NOT FOUND too often while the node exists: "+res.Err.Error()), Effect{}
 			}
@@ -397,6 +397,7 @@ func deletedNode(rec Recovery, obs Observation, now time.Time, cfg Config) (Reco
 		// their node. Ours to create, from the saved spec.
 		rec.LastError = fmt.Sprintf("node NOT FOUND after %s deleted it and created it again (%s): our delete removed their node; created from the saved spec",
 			describeEvidence(e), describeEvidence(c))
+		rec.LastKind = KindNone
 		rec.Phase, rec.GoneAt = PhaseDeleted, time.Time{}
 		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
 	}
@@ -711,7 +712,7 @@ func wait(rec Recovery, now time.Time, cfg Config, why string, counted bool) (Re
 		return rec, Effect{}
 	}
 	rec.Failures += TransientWeight
-	rec.LastError = why
+	rec.LastError, rec.LastKind = why, KindNone
 	rec.NextLookAt = now.Add(backoff(rec.Failures))
 	return rec, Effect{}
 }
@@ -736,7 +737,7 @@ func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Reco
 		// at MaxAttempts, as each retry is a whole create or reset.
 		kind = KindPermanent
 	}
-	rec.LastError = fmt.Sprintf("%s (%s): %v", step, kind, err)
+	rec.LastError, rec.LastKind = fmt.Sprintf("%s (%s): %v", step, kind, err), kind
 	switch kind {
 	case KindStockout:
 		rec.Stockouts++
@@ -761,7 +762,7 @@ func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Reco
 // Abandon ends rec as abandoned (it needs a person), saying why.
 func Abandon(rec Recovery, why string) Recovery {
 	rec.Phase = PhaseAbandoned
-	rec.LastError = "abandoned; needs a person: " + why
+	rec.LastError = "abandoned; needs a person: " + why // LastKind kept: why names the last failure
 	rec.NextLookAt = time.Time{}
 	return rec
 }
@@ -769,14 +770,14 @@ func Abandon(rec Recovery, why string) Recovery {
 // CloseRecovery ends rec as closed without finishing, saying why.
 func CloseRecovery(rec Recovery, why string) Recovery {
 	rec.Phase = PhaseClosed
-	rec.LastError = why
+	rec.LastError, rec.LastKind = why, KindNone
 	rec.NextLookAt = time.Time{}
 	return rec
 }
 
 func recovered(rec Recovery, n *tpu.Node) Recovery {
 	rec.Phase = PhaseRecovered
-	rec.LastError = ""
+	rec.LastError, rec.LastKind = "", KindNone
 	rec.NextLookAt = time.Time{}
 	return rec
 }

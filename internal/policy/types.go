@@ -293,6 +293,10 @@ type Recovery struct {
 	StartedAt time.Time
 	UpdatedAt time.Time
 	LastError string // the last failure; for a closed recovery, why
+	// LastKind is the kind of the failed call LastError describes (KindNone
+	// when it describes no failed call: a wait, a close). A recovery saved
+	// before the field has it read from LastError's words (KindInText).
+	LastKind Kind
 	// NextLookAt is when the recovery is advanced next (by a delivery, a
 	// sweep or Handler.Continue): after an operation was started, or after
 	// a failure (back-off). The lease is released until then.

@@ -157,6 +157,12 @@ var (
 	ReasonPrefixes = policy.ReasonPrefixes
 )
 
+// KindNamed is policy.KindNamed.
+func KindNamed(name string) Kind { return policy.KindNamed(name) }
+
+// KindInText is policy.KindInText.
+func KindInText(lastError string) Kind { return policy.KindInText(lastError) }
+
 // ParseBreaker is policy.ParseBreaker.
 func ParseBreaker(s string) (limit int, window time.Duration, err error) {
 	return policy.ParseBreaker(s)
