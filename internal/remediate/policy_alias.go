@@ -7,10 +7,11 @@ package remediate
 
 import (
 	"errors"
-	"github.com/tpu-autoheal/autoheal/internal/events"
-	tpu "google.golang.org/api/tpu/v2"
 	"time"
 
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/policy"
 )
 
