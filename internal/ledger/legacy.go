@@ -11,9 +11,11 @@ import "github.com/tpu-autoheal/autoheal/internal/remediate"
 // old-shape documents):
 //
 //   - DeleteSent never written (a recreate saved before the field
-//     existed): a delete or create operation says the delete was sent;
+//     existed): an operation of its own says the delete was sent (as
+//     the state machine's deleteSent reads it);
 //   - a recreate saved as "saved" whose delete was sent is deleting;
-//   - a reset saved before Step as "creating" (its operation in CreateOp)
+//   - a reset saved before Step as "creating" (its operation, once in
+//     CreateOp, is ResetOp as Firestore reads it)
 //     is resetting, and one saved as "saved", "deleting", "deleted" or
 //     "failed" with its queued resource known is resetting too.
 //
@@ -35,7 +37,7 @@ func upgradeRecovery(r remediate.Recovery) remediate.Recovery {
 		}
 		return r
 	}
-	if !r.DeleteSent && (r.DeleteOp != "" || r.CreateOp != "") {
+	if !r.DeleteSent && (r.DeleteOp != "" || r.CreateOp != "" || r.ResetOp != "") {
 		r.DeleteSent = true
 	}
 	if r.Phase == remediate.PhaseSaved && r.DeleteSent {
