@@ -113,7 +113,7 @@ func isExhaustedText(rec Recovery) bool {
 // sendsCall reports whether an effect is a mutating call whose audit entry
 // will name the process's identity.
 func sendsCall(k EffectKind) bool {
-	return k == EffectDelete || k == EffectCreate || k == EffectReset
+	return k == EffectDelete || k == EffectCreate || k == EffectReset || queueSendsCall(k)
 }
 
 // changed reports whether next differs from rec in anything the ledger
@@ -174,6 +174,8 @@ func (h *Handler) effect(ctx context.Context, rec Recovery, eff Effect, obs *Obs
 			res.Operation = op
 			return op, err
 		})
+	case EffectCreateQR, EffectDeleteQR:
+		res = h.queueEffect(ctx, eff, r) // queue_act.go
 	case EffectMarkReset:
 		first, err := h.Store.MarkEvent(ctx, "reset:"+eff.Target, h.now().Add(resetMarkTTL(h.Config)))
 		res.First, res.Err = first, err
