@@ -74,6 +74,15 @@ type QueueState struct {
 	End string
 }
 
+// RecoveryCap is how long rec may be under way (RecoveryAge) before it is
+// abandoned: MaxRecoveryAge, or its queue's raised cap.
+func RecoveryCap(rec Recovery) time.Duration {
+	if rec.Queue != nil && rec.Queue.Cap > MaxRecoveryAge {
+		return rec.Queue.Cap
+	}
+	return MaxRecoveryAge
+}
+
 func queuePhase(p Phase) bool {
 	return p == PhaseQueueCreating || p == PhaseQueued || p == PhaseQueueDeleting
 }

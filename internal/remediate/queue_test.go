@@ -318,3 +318,42 @@ func TestPauseHoldsOurMutationsNotGooglesQueue(t *testing.T) {
 		t.Error("not recovered after resume")
 	}
 }
+
+// TestQueueCreateWhoseAnswerIsLostMakesOneQueuedResource: the queued
+// resource's create is carried out but its answer lost (500 after the
+// effect, or the connection dropped): the recovery reads it back by its
+// name and never sends a second create; it recovers when the capacity
+// returns, with one queued resource.
+func TestQueueCreateWhoseAnswerIsLostMakesOneQueuedResource(t *testing.T) {
+	for name, rule := range map[string]tpufake.FailRule{
+		"lost":    {RPC: "queuedResources.create", Lost: true, Times: 1},
+		"dropped": {RPC: "queuedResources.create", Effect: tpufake.EffectNow, Drop: true, Times: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, names := waveFleet(1)
+			f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = "queue:1h"
+			e := newClockedEnv(t, f, tpufake.WithRequestLog(10000))
+			e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(10 * time.Minute)})
+			e.fake.Fail(rule)
+			handleAll(t, e, names)
+			drainAll(t, e, 500)
+			created, _, _ := queueRequests(t, e)
+			if len(created) != 1 {
+				t.Errorf("queued resource creates %v, want exactly one", created)
+			}
+			var failedCall bool
+			for _, r := range e.records.list() {
+				for _, st := range r.Steps {
+					failedCall = failedCall || (st.Name == string(remediate.EffectCreateQR) && st.Err != "")
+				}
+			}
+			if !failedCall {
+				t.Error("no create-queued-resource step failed: the answer was not lost")
+			}
+			fl := e.fake.Fleet()
+			if len(fl.QueuedResources) != 1 || fl.Nodes[0].State != "READY" {
+				t.Errorf("%d queued resources, node %s; want one, READY", len(fl.QueuedResources), fl.Nodes[0].State)
+			}
+		})
+	}
+}
