@@ -113,7 +113,7 @@ func isExhaustedText(rec Recovery) bool {
 // sendsCall reports whether an effect is a mutating call whose audit entry
 // will name the process's identity.
 func sendsCall(k EffectKind) bool {
-	return k == EffectDelete || k == EffectCreate || k == EffectReset || queueSendsCall(k)
+	return k == EffectDelete || k == EffectCreate || k == EffectReset || k == EffectCreateQR || k == EffectDeleteQR
 }
 
 // changed reports whether next differs from rec in anything the ledger

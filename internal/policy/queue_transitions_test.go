@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"errors"
@@ -110,7 +110,7 @@ func TestQueueRequeueNamesANewQueuedResource(t *testing.T) {
 // (AUTOHEAL_MAX_REQUEUES+1) does not fit in MaxRecoveryAge, and kept when
 // it does.
 func TestQueueStartsAfterTheStockoutsVerdictWithTierAndCap(t *testing.T) {
-	stockout := OperationError("op-c", 8, `There is no more capacity in the zone "us-central2-b"`)
+	stockout := &Error{Kind: KindStockout, Err: errors.New(`create operation op-c: There is no more capacity in the zone "us-central2-b"`)}
 	for _, tt := range []struct {
 		name       string
 		value      string
@@ -152,8 +152,8 @@ func TestQueueStartsAfterTheStockoutsVerdictWithTierAndCap(t *testing.T) {
 // TestQueueDoesNotStartOnAQuotaNorForAWaitNode: only a stockout, of a node
 // asking for the queue, starts it.
 func TestQueueDoesNotStartOnAQuotaNorForAWaitNode(t *testing.T) {
-	quota := OperationError("op-c", 8, "Quota 'TPUV4_CHIPS' exceeded. Limit: 64.0 in region us-central2.")
-	stockout := OperationError("op-c", 8, `There is no more capacity in the zone "us-central2-b"`)
+	quota := &Error{Kind: KindQuota, Err: errors.New("create operation op-c: Quota 'TPUV4_CHIPS' exceeded. Limit: 64.0 in region us-central2.")}
+	stockout := &Error{Kind: KindStockout, Err: errors.New(`create operation op-c: There is no more capacity in the zone "us-central2-b"`)}
 	for name, tt := range map[string]struct {
 		value string
 		err   error

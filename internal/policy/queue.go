@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"fmt"
@@ -98,7 +98,7 @@ func maxRequeues(cfg Config) int {
 
 // queueLook is when a queued resource waiting for capacity is read again.
 func queueLook(now time.Time, cfg Config) time.Time {
-	return now.Add(max(QueueLookAgain, lookAgain(cfg)))
+	return now.Add(max(QueueLookAgain, LookAgainFor(cfg)))
 }
 
 // withQueue is rec with a copy of its queue to change.
@@ -152,9 +152,9 @@ func queuedResourceID(nodeID string, gen, requeues int) string {
 func startQueue(rec Recovery, validFor time.Duration, now time.Time, cfg Config) (Recovery, Effect) {
 	first := rec.Queue == nil
 	rec, q := withQueue(rec)
-	parent, _, _, nodeID, err := parseNodeName(rec.Node)
+	parent, _, _, nodeID, err := ParseNodeName(rec.Node)
 	if err != nil {
-		return abandon(rec, "queue: "+err.Error()), Effect{}
+		return Abandon(rec, "queue: "+err.Error()), Effect{}
 	}
 	q.Name = parent + "/queuedResources/" + queuedResourceID(nodeID, rec.Generation, q.Requeues)
 	q.ValidFor, q.ValidUntil, q.Op, q.Tier = validFor, now.Add(validFor), "", queueTier(rec.Spec)
@@ -192,7 +192,7 @@ func queueTier(spec *tpu.Node) string {
 // v2's guaranteed tier naming no reservation; else no tier, on demand),
 // valid for the queue's VALID_FOR.
 func queuedResourceFor(rec Recovery, parent, nodeID string, cfg Config) (*tpu.QueuedResource, *tpu.Node, []string) {
-	spec, warnings := createSpec(rec.Spec, rec.Generation, cfg)
+	spec, warnings := CreateSpec(rec.Spec, rec.Generation, cfg)
 	node := *spec
 	q := &tpu.QueuedResource{
 		Tpu:            &tpu.Tpu{NodeSpec: []*tpu.NodeSpec{{Parent: parent, NodeId: nodeID, Node: &node}}},
@@ -213,7 +213,7 @@ func queuedResourceFor(rec Recovery, parent, nodeID string, cfg Config) (*tpu.Qu
 // delete of our queued resource, which ends the queue either way.
 func advanceQueue(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
 	if rec.Queue == nil || rec.Spec == nil {
-		return abandon(rec, fmt.Sprintf("phase %s without its queue or spec", rec.Phase)), Effect{}
+		return Abandon(rec, fmt.Sprintf("phase %s without its queue or spec", rec.Phase)), Effect{}
 	}
 	if rec.Phase != PhaseQueueDeleting && !rec.StartedAt.IsZero() && RecoveryAge(rec, now) >= rec.Queue.Cap {
 		return queueDelete(rec, fmt.Sprintf("still unfinished %s after it started, the cap raised for its queue (phase %s; last error: %s)",
@@ -240,7 +240,7 @@ func queueOp(rec Recovery, res StepResult, call EffectKind, now time.Time, cfg C
 	case res.Effect == call && res.Err == nil:
 		q.Op = res.Operation
 		if res.Operation != "" {
-			rec.SentOps = appendOp(rec.SentOps, res.Operation)
+			rec.SentOps = AppendOp(rec.SentOps, res.Operation)
 		}
 		next, eff = wait(rec, now, cfg, "", false)
 		return next, eff, false, true
@@ -290,7 +290,7 @@ func advanceQueueCreating(rec Recovery, obs Observation, res StepResult, now tim
 	case res.Effect == EffectGetQR && obs.QueuedResource == nil:
 		// Never created (or its create is not seen yet): create it, by
 		// the same name; one that lands meanwhile makes it ALREADY_EXISTS.
-		parent, _, _, nodeID, _ := parseNodeName(rec.Node)
+		parent, _, _, nodeID, _ := ParseNodeName(rec.Node)
 		qr, spec, warnings := queuedResourceFor(rec, parent, nodeID, cfg)
 		return rec, Effect{Kind: EffectCreateQR, Target: rec.Queue.Name, Spec: spec, QueuedResource: qr, Warnings: warnings}
 	case res.Effect == EffectGetQR:
@@ -328,12 +328,12 @@ func advanceQueued(rec Recovery, obs Observation, res StepResult, now time.Time,
 		switch {
 		case node == nil:
 			return wait(rec, now, cfg, "node NOT FOUND while queued resource "+name+" is ACTIVE", true)
-		case ourGeneration(rec, node) && healthy(node):
+		case ourGeneration(rec, node) && Healthy(node):
 			return recovered(rec, node), Effect{}
 		case ourGeneration(rec, node):
-			return wait(rec, now, cfg, "node is "+describe(node)+" after queued resource "+name+" turned ACTIVE", node.State != "CREATING")
+			return wait(rec, now, cfg, "node is "+Describe(node)+" after queued resource "+name+" turned ACTIVE", node.State != "CREATING")
 		}
-		return wait(rec, now, cfg, fmt.Sprintf("node %s has no label %s=%d while queued resource %s is ACTIVE", describe(node), GenerationLabel, rec.Generation, name), true)
+		return wait(rec, now, cfg, fmt.Sprintf("node %s has no label %s=%d while queued resource %s is ACTIVE", Describe(node), GenerationLabel, rec.Generation, name), true)
 	}
 	return rec, Effect{Kind: EffectGetQR, Target: name}
 }
@@ -353,7 +353,7 @@ func qrFailure(q *tpu.QueuedResource) string {
 func queueGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect) {
 	name := rec.Queue.Name
 	if e := personsDelete(rec, events.ChangeDeleteQueuedResource, rec.StartedAt, cfg, false); e != nil && e.QueuedResource == name {
-		return closeRec(rec, fmt.Sprintf("queued resource %s NOT FOUND: deleted by %s; not queued again", name, describeEvidence(e))), Effect{}
+		return CloseRecovery(rec, fmt.Sprintf("queued resource %s NOT FOUND: deleted by %s; not queued again", name, describeEvidence(e))), Effect{}
 	}
 	if rec.GoneAt.IsZero() {
 		rec.GoneAt = now
@@ -362,7 +362,7 @@ func queueGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect) {
 		rec.NextLookAt = until
 		return rec, Effect{}
 	}
-	return abandon(rec, fmt.Sprintf("queued resource %s NOT FOUND after its create finished, and no audit entry of anyone's delete within %s: not queued again", name, evidenceWait(cfg))), Effect{}
+	return Abandon(rec, fmt.Sprintf("queued resource %s NOT FOUND after its create finished, and no audit entry of anyone's delete within %s: not queued again", name, evidenceWait(cfg))), Effect{}
 }
 
 // queueDelete moves rec to queue-deleting: our queued resource is deleted,
@@ -402,9 +402,9 @@ func queueDeleted(rec Recovery, now time.Time, cfg Config) (Recovery, Effect) {
 	q := rec.Queue
 	switch {
 	case q.End != "":
-		return abandon(rec, q.End+"; its queued resource "+q.Name+" deleted"), Effect{}
+		return Abandon(rec, q.End+"; its queued resource "+q.Name+" deleted"), Effect{}
 	case q.Requeues >= maxRequeues(cfg):
-		return abandon(rec, fmt.Sprintf("%s, after %d requeues (AUTOHEAL_MAX_REQUEUES=%d); its queued resource deleted", rec.LastError, q.Requeues, maxRequeues(cfg))), Effect{}
+		return Abandon(rec, fmt.Sprintf("%s, after %d requeues (AUTOHEAL_MAX_REQUEUES=%d); its queued resource deleted", rec.LastError, q.Requeues, maxRequeues(cfg))), Effect{}
 	}
 	rec, nq := withQueue(rec)
 	nq.Requeues++
