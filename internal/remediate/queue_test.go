@@ -357,3 +357,46 @@ func TestQueueCreateWhoseAnswerIsLostMakesOneQueuedResource(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueFaults: the queue's calls failing as the real API may, each
+// ending recovered with no queued resource of ours left but the ACTIVE
+// one: a FAILED queued resource's delete whose answer is lost is not
+// taken for a refusal (the queued resource is read: gone, so queued
+// again); a queued resource create whose operation ended in error (the
+// queued resource rolled back) is created again under the same name.
+func TestQueueFaults(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		value       string
+		outage      time.Duration
+		rule        tpufake.FailRule
+		wantCreates int
+		wantDeletes int
+		opts        []tpufake.Option
+	}{
+		// Its operation, which no one will poll, finishes by itself, as
+		// the real one does.
+		{"delete of the FAILED one, answer lost", "queue:30m", 45 * time.Minute,
+			tpufake.FailRule{RPC: "queuedResources.delete", Lost: true, Times: 1}, 2, 1, []tpufake.Option{tpufake.WithOperationDelay("delete", time.Minute)}},
+		{"create's operation ended in error", "queue:1h", 10 * time.Minute,
+			tpufake.FailRule{RPC: "operation:queuedResources.create", Status: "INTERNAL", Times: 1}, 2, 0, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, names := waveFleet(1)
+			f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = tt.value
+			e := newClockedEnv(t, f, append([]tpufake.Option{tpufake.WithRequestLog(10000)}, tt.opts...)...)
+			e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(tt.outage)})
+			e.fake.Fail(tt.rule)
+			handleAll(t, e, names)
+			drainAll(t, e, 500)
+			created, _, deleted := queueRequests(t, e)
+			if len(created) != tt.wantCreates || len(deleted) != tt.wantDeletes {
+				t.Errorf("created %v, deleted %v; want %d creates, %d deletes", created, deleted, tt.wantCreates, tt.wantDeletes)
+			}
+			fl := e.fake.Fleet()
+			if len(fl.QueuedResources) != 1 || fl.QueuedResources[0].State.State != "ACTIVE" || fl.Nodes[0].State != "READY" {
+				t.Errorf("queued resources %+v, node %s; want one ACTIVE, the node READY", fl.QueuedResources, fl.Nodes[0].State)
+			}
+		})
+	}
+}
