@@ -281,7 +281,9 @@ func advanceQueueCreating(rec Recovery, obs Observation, res StepResult, now tim
 	next, eff, done, handled := queueOp(rec, res, EffectCreateQR, now, cfg)
 	switch {
 	case done:
-		next.Phase = PhaseQueued
+		// Queued: the stockout that started it is told (its record), and
+		// no later look of the queue is a failed attempt.
+		next.Phase, next.LastError = PhaseQueued, ""
 		return next, Effect{Kind: EffectGetQR, Target: next.Queue.Name}
 	case handled:
 		return next, eff
@@ -294,7 +296,7 @@ func advanceQueueCreating(rec Recovery, obs Observation, res StepResult, now tim
 		qr, spec, warnings := queuedResourceFor(rec, parent, nodeID, cfg)
 		return rec, Effect{Kind: EffectCreateQR, Target: rec.Queue.Name, Spec: spec, QueuedResource: qr, Warnings: warnings}
 	case res.Effect == EffectGetQR:
-		rec.Phase = PhaseQueued
+		rec.Phase, rec.LastError = PhaseQueued, ""
 		return advanceQueued(rec, obs, res, now, cfg) // the fresh read serves queued too
 	}
 	return rec, Effect{Kind: EffectGetQR, Target: rec.Queue.Name}

@@ -119,6 +119,15 @@ func TestQueueCreatesOneQueuedResourceAndRecoversWhenActive(t *testing.T) {
 	if !recovered {
 		t.Errorf("no recovered record")
 	}
+	var failed int
+	for _, r := range e.records.list() {
+		if r.Outcome == remediate.OutcomeFailed {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d records of a failed attempt, want 1 (the stockout; the queue's looks are no failures)", failed)
+	}
 	if refusal == nil {
 		t.Fatal("no stockout record")
 	}
