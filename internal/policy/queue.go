@@ -283,7 +283,7 @@ func advanceQueueCreating(rec Recovery, obs Observation, res StepResult, now tim
 	case done:
 		// Queued: the stockout that started it is told (its record), and
 		// no later look of the queue is a failed attempt.
-		next.Phase, next.LastError = PhaseQueued, ""
+		next.Phase, next.LastError, next.LastKind = PhaseQueued, "", KindNone
 		return next, Effect{Kind: EffectGetQR, Target: next.Queue.Name}
 	case handled:
 		return next, eff
@@ -296,7 +296,7 @@ func advanceQueueCreating(rec Recovery, obs Observation, res StepResult, now tim
 		qr, spec, warnings := queuedResourceFor(rec, parent, nodeID, cfg)
 		return rec, Effect{Kind: EffectCreateQR, Target: rec.Queue.Name, Spec: spec, QueuedResource: qr, Warnings: warnings}
 	case res.Effect == EffectGetQR:
-		rec.Phase, rec.LastError = PhaseQueued, ""
+		rec.Phase, rec.LastError, rec.LastKind = PhaseQueued, "", KindNone
 		return advanceQueued(rec, obs, res, now, cfg) // the fresh read serves queued too
 	}
 	return rec, Effect{Kind: EffectGetQR, Target: rec.Queue.Name}
@@ -372,7 +372,7 @@ func queueGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect) {
 // recovery abandoned (queueDeleted). why is what happened to it.
 func queueDelete(rec Recovery, why string, end bool) (Recovery, Effect) {
 	rec, q := withQueue(rec)
-	rec.LastError = why
+	rec.LastError, rec.LastKind = why, KindNone
 	if end && q.End == "" {
 		q.End = why
 	}
