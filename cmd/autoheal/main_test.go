@@ -601,8 +601,9 @@ func TestReplayReportsEntriesThatStillFailTransiently(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := tpuapi.New(svc)
+	mem := ledger.NewMemory()
 	h := &remediate.Handler{
-		TPU: c, Store: ledger.NewMemory(), Recorder: discardRecorder{}, Config: remediate.DefaultConfig(),
+		TPU: c, Store: mem, Lease: mem, Histories: mem, Recorder: discardRecorder{}, Config: remediate.DefaultConfig(),
 	}
 
 	f, err := os.Open(incidentFile)

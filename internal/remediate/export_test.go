@@ -2,3 +2,13 @@ package remediate
 
 // OurEntry exposes ourEntry to the package's external tests.
 var OurEntry = ourEntry
+
+// SetStore replaces a test handler's ledger by s, with the capabilities s
+// has: tests swap in wrappers of the ledger (faults, counters) that keep or
+// hide the follower lease and the batched read by what they embed, as a
+// handler built by New from s would be given them.
+func SetStore(h *Handler, s Store) {
+	h.Store = s
+	h.Lease, _ = s.(FollowerLease)
+	h.Histories, _ = s.(HistoriesReader)
+}

@@ -12,8 +12,8 @@ import (
 // FollowerLease is the ledger's lease on following: at most one run (a
 // follow kick, or a sweep's follow phase) follows the unfinished recoveries
 // at a time, so that a wave's many kicks start one follower, not one per
-// pod. A Store may offer it (both ledger stores do); without it every run
-// follows, as before kicks existed.
+// pod. A ledger may offer it (both ledger stores do), given as Deps.Lease;
+// without it every run follows, as before kicks existed.
 type FollowerLease interface {
 	// TakeFollower takes the lease for holder until until, when it is free
 	// (never taken, released, or expired at now) or already holder's. It is
@@ -67,7 +67,7 @@ func (h *Handler) Follow(ctx context.Context, window time.Duration) (FollowResul
 	}
 	start := h.now()
 	over := func() bool { return ctx.Err() != nil }
-	if lease, ok := h.Store.(FollowerLease); ok {
+	if lease := h.Lease; lease != nil {
 		// First, before looking for anything to follow: a delivery that
 		// saw this kick pending and did not publish saved its recovery
 		// before it looked, so the look below sees that recovery.
@@ -107,7 +107,8 @@ func (h *Handler) followLeased(ctx context.Context, start time.Time, window time
 		return false, false, nil
 	}
 	until := start.Add(window)
-	lease, leased := h.Store.(FollowerLease)
+	lease := h.Lease
+	leased := lease != nil
 	holder := h.followerID()
 	if leased {
 		took, err := lease.TakeFollower(ctx, holder, h.now(), until)
@@ -189,8 +190,8 @@ func (h *Handler) KickWanted(ctx context.Context, r Record) bool {
 func (h *Handler) ChainWanted(ctx context.Context) bool { return h.claimKick(ctx, "") }
 
 func (h *Handler) claimKick(ctx context.Context, node string) bool {
-	lease, ok := h.Store.(FollowerLease)
-	if !ok {
+	lease := h.Lease
+	if lease == nil {
 		return true
 	}
 	kick, err := lease.ClaimKick(ctx, h.now(), KickPending)
@@ -204,7 +205,7 @@ func (h *Handler) claimKick(ctx context.Context, node string) bool {
 // KickFailed forgets the pending kick a failed publish noted, so the next
 // delivery kicks again rather than wait for it to go stale.
 func (h *Handler) KickFailed(ctx context.Context) {
-	if lease, ok := h.Store.(FollowerLease); ok {
+	if lease := h.Lease; lease != nil {
 		if err := lease.ClearKick(ctx); err != nil {
 			h.log().Warn("follow: clear the pending kick failed", "error", err.Error())
 		}

@@ -58,6 +58,11 @@ type Handler struct {
 	// Accounts is the service-account guard checked before a recreate is
 	// claimed (nil = not checked).
 	Accounts *AccountGuard
+	// Lease, Histories and Kicker: the optional capabilities of Deps
+	// (deps.go), nil = off.
+	Lease     FollowerLease
+	Histories HistoriesReader
+	Kicker    Kicker
 }
 
 // Defaults of the Handler's knobs.

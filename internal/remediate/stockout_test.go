@@ -34,7 +34,7 @@ func newClockedEnv(t *testing.T, f tpufake.Fleet, opts ...tpufake.Option) *env {
 	cfg.StartupScript = script
 	cfg.StockoutSeed = 23
 	return &env{fake: fake, store: store, records: recs, clock: clk, h: &remediate.Handler{
-		TPU: tpuapi.New(svc), Store: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
+		TPU: tpuapi.New(svc), Store: store, Lease: store, Histories: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
 	}}
 }
 

@@ -302,22 +302,15 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 	return h.saveCursor(ctx, "")
 }
 
-// historiesReader is the batched read a ledger may offer (Firestore: one
-// get of one summary document per node per call, not four reads per node).
-// The sweep uses it for each listed page when the Store has it.
-type historiesReader interface {
-	Histories(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration) (map[string]History, error)
-}
-
 // pageHistories reads the ledger once for a listed page of one project's
-// nodes, when the Store offers the batched read. Only the nodes whose
+// nodes, when there is a batched read (Deps.Histories). Only the nodes whose
 // listing alone is enough to decide (healthy, stopped on purpose) use it:
 // any other node is read again, and so is its history, just before
-// deciding. nil (every node reads its own history) when the Store has no
+// deciding. nil (every node reads its own history) when there is no
 // batched read or it failed: a slower sweep, not a skipped one.
 func (h *Handler) pageHistories(ctx context.Context, project string, page []*tpu.Node) map[string]History {
-	hr, ok := h.Store.(historiesReader)
-	if !ok {
+	hr := h.Histories
+	if hr == nil {
 		return nil
 	}
 	var names []string

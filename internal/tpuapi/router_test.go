@@ -108,8 +108,9 @@ func (e routed) handlerWithClock() (*remediate.Handler, *vclock) {
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = "#!/bin/bash\nexec /opt/resume-training\n"
 	clk := &vclock{t: time.Now()}
+	mem := ledger.NewMemory(ledger.WithClock(clk.now))
 	return &remediate.Handler{
-		TPU: e.router, Store: ledger.NewMemory(ledger.WithClock(clk.now)), Recorder: &recordSlice{}, Config: cfg, Holder: "test",
+		TPU: e.router, Store: mem, Lease: mem, Histories: mem, Recorder: &recordSlice{}, Config: cfg, Holder: "test",
 		Now: clk.now,
 	}, clk
 }
