@@ -602,8 +602,9 @@ func TestReplayReportsEntriesThatStillFailTransiently(t *testing.T) {
 	}
 	c := tpuapi.New(svc)
 	mem := ledger.NewMemory()
-	h := &remediate.Handler{
-		TPU: c, Store: mem, Lease: mem, Histories: mem, Recorder: discardRecorder{}, Config: remediate.DefaultConfig(),
+	h, err := remediate.New(remediate.Deps{TPU: c, Recorder: discardRecorder{}}.WithLedger(mem), remediate.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	f, err := os.Open(incidentFile)

@@ -110,28 +110,14 @@ func New(d Deps, cfg Config) (*Handler, error) {
 	if d.Guest != nil && d.Incidents == nil {
 		return nil, errors.New("remediate.New: Guest needs Incidents")
 	}
-	if d.Clock == nil {
-		d.Clock = time.Now
-	}
-	if d.Holder == "" {
-		host, _ := os.Hostname()
-		d.Holder = fmt.Sprintf("%s/%d", host, os.Getpid())
-	}
-	if d.Log == nil {
-		d.Log = defaultLog
-	}
-	if d.CallTimeout <= 0 {
-		d.CallTimeout = DefaultCallTimeout
-	}
-	if d.Workers <= 0 {
-		d.Workers = DefaultWorkers
-	}
 	h := &Handler{
 		TPU: d.TPU, Store: d.Store, Recorder: d.Recorder, Config: cfg,
 		Now: d.Clock, Holder: d.Holder, Log: d.Log, CallTimeout: d.CallTimeout, Workers: d.Workers,
 		Lease: d.Lease, Histories: d.Histories, Kicker: d.Kicker,
 		Sealer: d.Sealer, TrustUnsealedSpecs: d.TrustUnsealedSpecs, Accounts: d.Accounts,
 	}
+	h.setDefaults()
+	d.Clock, d.Log = h.Now, h.Log
 	if d.Maintenance != nil {
 		// The Maintainer's Recorder serves Maintainer.Handle; the engine
 		// records what Observe returns itself.
@@ -153,4 +139,26 @@ func New(d Deps, cfg Config) (*Handler, error) {
 		h.Recorder = w.Recording(d.Recorder, onErr)
 	}
 	return h, nil
+}
+
+// setDefaults fills the knobs Deps left zero, once, when the engine is
+// built: the wall clock, the hostname and pid as holder, JSON on stderr,
+// DefaultCallTimeout, DefaultWorkers.
+func (h *Handler) setDefaults() {
+	if h.Now == nil {
+		h.Now = time.Now
+	}
+	if h.Holder == "" {
+		host, _ := os.Hostname()
+		h.Holder = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	if h.Log == nil {
+		h.Log = defaultLog
+	}
+	if h.CallTimeout <= 0 {
+		h.CallTimeout = DefaultCallTimeout
+	}
+	if h.Workers <= 0 {
+		h.Workers = DefaultWorkers
+	}
 }

@@ -12,3 +12,11 @@ func SetStore(h *Handler, s Store) {
 	h.Lease, _ = s.(FollowerLease)
 	h.Histories, _ = s.(HistoriesReader)
 }
+
+// Filled is a Handler built by a test's literal with the defaults New
+// fills (a clock, a holder, a logger, the call timeout, the workers): the
+// package's tests build many handlers field by field.
+func Filled(h *Handler) *Handler {
+	h.setDefaults()
+	return h
+}

@@ -65,14 +65,14 @@ func (h *Handler) Follow(ctx context.Context, window time.Duration) (FollowResul
 	if window <= 0 {
 		return res, nil
 	}
-	start := h.now()
+	start := h.Now()
 	over := func() bool { return ctx.Err() != nil }
 	if lease := h.Lease; lease != nil {
 		// First, before looking for anything to follow: a delivery that
 		// saw this kick pending and did not publish saved its recovery
 		// before it looked, so the look below sees that recovery.
 		if err := lease.ClearKick(ctx); err != nil {
-			h.log().Warn("follow: clear the pending kick failed; deliveries kick again once it is stale", "error", err.Error())
+			h.Log.Warn("follow: clear the pending kick failed; deliveries kick again once it is stale", "error", err.Error())
 		}
 	}
 	var mu sync.Mutex
@@ -111,7 +111,7 @@ func (h *Handler) followLeased(ctx context.Context, start time.Time, window time
 	leased := lease != nil
 	holder := h.followerID()
 	if leased {
-		took, err := lease.TakeFollower(ctx, holder, h.now(), until)
+		took, err := lease.TakeFollower(ctx, holder, h.Now(), until)
 		if err != nil {
 			return false, false, fmt.Errorf("follow: take the follower lease: %w", err)
 		}
@@ -125,7 +125,7 @@ func (h *Handler) followLeased(ctx context.Context, start time.Time, window time
 		if err := lease.ReleaseFollower(context.WithoutCancel(ctx), holder); err != nil {
 			// It expires at until by itself; until then deliveries do not
 			// kick (the sweep follows their recoveries).
-			h.log().Warn("follow: release the follower lease failed; it expires by itself", "holder", holder, "until", until, "error", err.Error())
+			h.Log.Warn("follow: release the follower lease failed; it expires by itself", "holder", holder, "until", until, "error", err.Error())
 		}
 	}
 	if ferr != nil {
@@ -135,7 +135,7 @@ func (h *Handler) followLeased(ctx context.Context, start time.Time, window time
 	if err != nil {
 		return true, false, fmt.Errorf("follow: list unfinished recoveries after following: %w", err)
 	}
-	return true, chainWanted(recs, looked, h.now(), window), nil
+	return true, chainWanted(recs, looked, h.Now(), window), nil
 }
 
 // chainWanted reports whether a follower ending now should kick one more:
@@ -194,9 +194,9 @@ func (h *Handler) claimKick(ctx context.Context, node string) bool {
 	if lease == nil {
 		return true
 	}
-	kick, err := lease.ClaimKick(ctx, h.now(), KickPending)
+	kick, err := lease.ClaimKick(ctx, h.Now(), KickPending)
 	if err != nil {
-		h.log().Warn("follow: read the follower lease failed; kicking anyway", "node", node, "error", err.Error())
+		h.Log.Warn("follow: read the follower lease failed; kicking anyway", "node", node, "error", err.Error())
 		return true
 	}
 	return kick
@@ -207,7 +207,7 @@ func (h *Handler) claimKick(ctx context.Context, node string) bool {
 func (h *Handler) KickFailed(ctx context.Context) {
 	if lease := h.Lease; lease != nil {
 		if err := lease.ClearKick(ctx); err != nil {
-			h.log().Warn("follow: clear the pending kick failed", "error", err.Error())
+			h.Log.Warn("follow: clear the pending kick failed", "error", err.Error())
 		}
 	}
 }
@@ -223,5 +223,5 @@ func LeftForLater(r Record) bool {
 func (h *Handler) followerID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return h.holder() + "/follow-" + hex.EncodeToString(b)
+	return h.Holder + "/follow-" + hex.EncodeToString(b)
 }

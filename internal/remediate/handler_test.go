@@ -100,9 +100,9 @@ func newEnv(t *testing.T, f tpufake.Fleet, opts ...tpufake.Option) *env {
 	recs := &records{}
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
-	return &env{fake: fake, store: store, records: recs, clock: clk, h: &remediate.Handler{
+	return &env{fake: fake, store: store, records: recs, clock: clk, h: remediate.Filled(&remediate.Handler{
 		TPU: client, Store: store, Lease: store, Histories: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
-	}}
+	})}
 }
 
 // settle runs continuations on the virtual clock until no recovery is

@@ -51,9 +51,9 @@ func (h *Handler) kick(ctx context.Context, why string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), KickTimeout)
 	defer cancel()
 	if err := h.Kicker.Kick(ctx); err != nil {
-		h.log().Warn("follow kick not published; the next sweep follows instead", "event", KickEvent, "why", why, "error", err.Error())
+		h.Log.Warn("follow kick not published; the next sweep follows instead", "event", KickEvent, "why", why, "error", err.Error())
 		h.KickFailed(ctx) // the next delivery may kick again at once
 		return
 	}
-	h.log().Info("follow kick published ("+why+")", "event", KickEvent, "why", why)
+	h.Log.Info("follow kick published ("+why+")", "event", KickEvent, "why", why)
 }

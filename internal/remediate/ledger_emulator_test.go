@@ -107,7 +107,7 @@ func TestRacingDeliveriesRecreateOnce(t *testing.T) {
 		startLine := make(chan struct{})
 		for i := 0; i < racers; i++ {
 			fs := ledger.NewFirestore(clients[i], ledger.WithPrefix(prefix), ledger.WithClock(clk.Now))
-			h := &remediate.Handler{
+			h := remediate.Filled(&remediate.Handler{
 				TPU:       tpuClient,
 				Store:     fs,
 				Lease:     fs,
@@ -116,7 +116,7 @@ func TestRacingDeliveriesRecreateOnce(t *testing.T) {
 				Config:    cfg,
 				Now:       clk.Now,
 				Holder:    fmt.Sprintf("instance-%d", i),
-			}
+			})
 			insertID := fmt.Sprintf("%s-ev", id)
 			if !sameEvent {
 				insertID = fmt.Sprintf("%s-ev-%d", id, i)
@@ -138,8 +138,8 @@ func TestRacingDeliveriesRecreateOnce(t *testing.T) {
 		wg.Wait()
 		// The later looks (a sweep's continuations) finish the recovery.
 		fs := ledger.NewFirestore(clients[0], ledger.WithPrefix(prefix), ledger.WithClock(clk.Now))
-		finisher := &remediate.Handler{TPU: tpuClient, Store: fs, Lease: fs, Histories: fs,
-			Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "finisher"}
+		finisher := remediate.Filled(&remediate.Handler{TPU: tpuClient, Store: fs, Lease: fs, Histories: fs,
+			Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "finisher"})
 		if _, err := finisher.Drain(context.Background(), clk.Set, 20); err != nil {
 			t.Fatalf("Drain: %v", err)
 		}

@@ -37,7 +37,7 @@ func TestSweepFollowsARecoveryToItsEnd(t *testing.T) {
 			cfg.StartupScript = script
 			cfg.LookAgain = 50 * time.Millisecond
 			mem := ledger.NewMemory()
-			h := &remediate.Handler{TPU: tpuapi.New(svc), Store: mem, Lease: mem, Histories: mem, Recorder: &records{}, Config: cfg, Holder: "test"}
+			h := remediate.Filled(&remediate.Handler{TPU: tpuapi.New(svc), Store: mem, Lease: mem, Histories: mem, Recorder: &records{}, Config: cfg, Holder: "test"})
 			if _, err := h.Sweep(context.Background(), remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}, Follow: tc.follow}); err != nil {
 				t.Fatalf("Sweep: %v", err)
 			}

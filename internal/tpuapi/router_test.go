@@ -109,10 +109,11 @@ func (e routed) handlerWithClock() (*remediate.Handler, *vclock) {
 	cfg.StartupScript = "#!/bin/bash\nexec /opt/resume-training\n"
 	clk := &vclock{t: time.Now()}
 	mem := ledger.NewMemory(ledger.WithClock(clk.now))
-	return &remediate.Handler{
-		TPU: e.router, Store: mem, Lease: mem, Histories: mem, Recorder: &recordSlice{}, Config: cfg, Holder: "test",
-		Now: clk.now,
-	}, clk
+	h, err := remediate.New(remediate.Deps{TPU: e.router, Recorder: &recordSlice{}, Holder: "test", Clock: clk.now}.WithLedger(mem), cfg)
+	if err != nil {
+		panic(err) // the deps are all given
+	}
+	return h, clk
 }
 
 // vclock is a virtual clock Drain moves.
