@@ -1,7 +1,17 @@
 package remediate
 
-// OurEntry exposes ourEntry to the package's external tests.
-var OurEntry = ourEntry
+import "github.com/tpu-autoheal/autoheal/internal/policy"
+
+// OurEntry exposes policy.OurEntry to the package's external tests.
+var OurEntry = policy.OurEntry
+
+// The policy's failure weights, under the names the package's tests use.
+const (
+	transientWeight = policy.TransientWeight
+	permanentWeight = policy.PermanentWeight
+)
+
+var failureLimit = policy.FailureLimit
 
 // SetStore replaces a test handler's ledger by s, with the capabilities s
 // has: tests swap in wrappers of the ledger (faults, counters) that keep or
