@@ -46,7 +46,7 @@ type controlEnv struct {
 	diag  *syncBuffer
 }
 
-func newControlEnv(t *testing.T, store remediate.Store, k function.Kicker) controlEnv {
+func newControlEnv(t *testing.T, store function.Ledger, k function.Kicker) controlEnv {
 	t.Helper()
 	fake, tc := newFleetTPU(t)
 	env := fleetEnv()

@@ -48,7 +48,6 @@ const MaxStartupScriptBytes = 256 << 10
 // Function handles events with clients built once.
 type Function struct {
 	follow  time.Duration // SweepOptions.Follow: cfg.SweepFollow on the wall clock
-	kicker  Kicker        // follow kicks (kick.go); nil = none
 	diag    *slog.Logger
 	cfg     Config
 	handler *remediate.Handler
@@ -61,8 +60,9 @@ type Function struct {
 }
 
 type deps struct {
-	store       remediate.Store
+	store       Ledger
 	tpu         remediate.TPU
+	tpuBuilt    bool // New built tpu (the TPU API clients), not WithTPU
 	recorder    remediate.Recorder
 	now         func() time.Time
 	stdout      io.Writer
@@ -86,8 +86,22 @@ type deps struct {
 // serve`).
 type Option func(*deps)
 
+// Ledger is the ledger the function runs on: the engine's (a Store with
+// the follower lease and the batched read, remediate.Ledger) and the
+// control messages' (ControlStore). ledger.Memory and ledger.Firestore are
+// one; it is one type so that no capability is found by type assertion.
+type Ledger interface {
+	remediate.Ledger
+	ControlStore
+}
+
+var (
+	_ Ledger = (*ledger.Memory)(nil)
+	_ Ledger = (*ledger.Firestore)(nil)
+)
+
 // WithStore uses s as the ledger instead of Firestore.
-func WithStore(s remediate.Store) Option { return func(d *deps) { d.store = s } }
+func WithStore(s Ledger) Option { return func(d *deps) { d.store = s } }
 
 // WithTPU uses t instead of the TPU API client.
 func WithTPU(t remediate.TPU) Option { return func(d *deps) { d.tpu = t } }
@@ -188,7 +202,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 			f.closers = append(f.closers, legacy.Close)
 			router.V1 = legacy
 		}
-		d.tpu = router
+		d.tpu, d.tpuBuilt = router, true
 	}
 	if d.store == nil {
 		fc, err := firestore.NewClientWithDatabase(ctx, cfg.Project, cfg.FirestoreDatabase)
@@ -212,37 +226,37 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 	if d.recorder == nil {
 		d.recorder = f.newRecorder(ctx, cfg, d)
 	}
-	f.handler = &remediate.Handler{
-		TPU:      d.tpu,
-		Store:    d.store,
-		Recorder: d.recorder,
-		Config:   rc,
-		Now:      d.now,
+	f.control = d.store // control.go
+	rd := remediate.Deps{
+		TPU: d.tpu, Recorder: d.recorder, Clock: d.now, Log: f.diag,
 		// d.callTimeout: a test's bound on each TPU call (WithCallTimeout);
 		// 0 = remediate.DefaultCallTimeout.
 		CallTimeout: d.callTimeout,
-	}
-	if f.handler.Maintenance, err = newMaintainer(ctx, cfg, &d, rc); err != nil { // maintenance.go
+	}.WithLedger(d.store)
+	if err := wireMaintenance(ctx, cfg, &d, &rd); err != nil { // maintenance.go
 		return fail(err)
 	}
-	wireResume(f.handler, &d, rc, f.diag)             // resume.go
-	if err := f.wireTrust(ctx, cfg, &d); err != nil { // trust.go
-		return fail(err)
-	}
-	// instance.go: the instance path (Compute Engine TPU VMs), when on.
-	if f.instances, err = newInstances(ctx, cfg, &d, rc); err != nil {
+	wireResume(&d, &rd)                                    // resume.go
+	if err := f.wireTrust(ctx, cfg, &d, &rd); err != nil { // trust.go
 		return fail(err)
 	}
 	// kick.go: follow kicks, when a follow run has a window to follow in.
 	if cfg.SweepFollow > 0 {
 		switch {
 		case d.kicker != nil:
-			f.kicker = d.kicker
+			rd.Kicker = nonceKicker{f: f, k: d.kicker}
 		case cfg.KickTopic != "":
 			k := newPubSubKicker(cfg.KickTopic, d.pubsub)
 			f.closers = append(f.closers, k.Close)
-			f.kicker = k
+			rd.Kicker = nonceKicker{f: f, k: k}
 		}
+	}
+	if f.handler, err = remediate.New(rd, rc); err != nil {
+		return fail(err)
+	}
+	// instance.go: the instance path (Compute Engine TPU VMs), when on.
+	if f.instances, err = newInstances(ctx, cfg, &d, rc); err != nil {
+		return fail(err)
 	}
 	return f, nil
 }
@@ -397,7 +411,7 @@ func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
 				// Handle returns only transient failures.
 				return fmt.Errorf("handle %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
 			}
-			f.kickAfter(ctx, r) // kick.go
+			f.handler.KickAfter(ctx, r) // the kick policy (remediate/kick.go)
 			return nil
 		},
 	})
@@ -425,8 +439,8 @@ func (f *Function) handleSweep(ctx context.Context, data []byte) error {
 	f.endSweep(ctx, id)
 	f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
 		"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
-	f.sweepInstances(ctx)   // instance.go
-	f.chain(ctx, res.Chain) // kick.go
+	f.sweepInstances(ctx)               // instance.go
+	f.handler.KickChain(ctx, res.Chain) // kick.go
 	return nil
 }
 

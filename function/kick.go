@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"google.golang.org/api/option"
@@ -15,12 +14,8 @@ import (
 )
 
 // KickEvent is jsonPayload.event of the diagnostic lines about follow
-// kicks (published, or not).
-const KickEvent = "follow-kick"
-
-// kickTimeout bounds one publish: a kick is an optimisation (the minute
-// sweep follows anyway), so a slow Pub/Sub must not hold the delivery.
-const kickTimeout = 10 * time.Second
+// kicks (published, or not): remediate's, which writes them.
+const KickEvent = remediate.KickEvent
 
 // Kicker publishes a follow kick (events.FollowKick(nonce), the nonce kept
 // in the ledger first: control.go) to the events topic, so that the push subscription delivers it to a function instance,
@@ -102,31 +97,22 @@ func (k *pubsubKicker) Close() error {
 	return err
 }
 
-// kick publishes one follow kick, if kicks are on; a failure is logged and
-// never fails the caller: the minute sweep is the backstop.
-func (f *Function) kick(ctx context.Context, why string) {
-	if f.kicker == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kickTimeout)
-	defer cancel()
-	nonce, err := f.issueNonce(ctx) // control.go
-	if err == nil {
-		err = f.kicker.Kick(ctx, nonce)
-	}
-	if err != nil {
-		f.diag.Warn("follow kick not published; the next sweep follows instead", "event", KickEvent, "why", why, "error", err.Error())
-		f.handler.KickFailed(ctx) // the next delivery may kick again at once
-		return
-	}
-	f.diag.Info("follow kick published ("+why+")", "event", KickEvent, "why", why)
+// nonceKicker is the engine's Kicker (remediate.Deps.Kicker): it keeps a
+// fresh nonce in the ledger (control.go), then publishes the kick carrying
+// it. The kick policy (when to kick, the claim, what a failure does) is the
+// engine's (remediate/kick.go).
+type nonceKicker struct {
+	f *Function
+	k Kicker
 }
 
-// Why a kick is published.
-const (
-	kickDelivery = "delivery" // a delivery left a recovery waiting, nobody following
-	kickChain    = "chain"    // a follower's window ended with looks still due
-)
+func (n nonceKicker) Kick(ctx context.Context) error {
+	nonce, err := n.f.issueNonce(ctx)
+	if err != nil {
+		return err
+	}
+	return n.k.Kick(ctx, nonce)
+}
 
 // handleFollow answers a follow kick: it follows the unfinished recoveries
 // for up to SweepFollow under the follower lease, and chains one more kick
@@ -140,21 +126,5 @@ func (f *Function) handleFollow(ctx context.Context) {
 	} else if res.Followed {
 		f.diag.Info(fmt.Sprintf("follow: %d records", len(res.Records)), "event", KickEvent, "records", len(res.Records), "chain", res.Chain)
 	}
-	f.chain(ctx, res.Chain)
-}
-
-// chain publishes one more kick for a follower that ended with looks still
-// due, unless a kick is already pending or a follower took over.
-func (f *Function) chain(ctx context.Context, wanted bool) {
-	if wanted && f.kicker != nil && f.handler.ChainWanted(ctx) {
-		f.kick(ctx, kickChain)
-	}
-}
-
-// kickAfter publishes a kick when the delivery whose record is r left a
-// recovery waiting and nobody follows (remediate decides).
-func (f *Function) kickAfter(ctx context.Context, r remediate.Record) {
-	if f.kicker != nil && f.handler.KickWanted(ctx, r) {
-		f.kick(ctx, kickDelivery)
-	}
+	f.handler.KickChain(ctx, res.Chain)
 }

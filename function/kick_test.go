@@ -75,7 +75,7 @@ func (failingLedger) TakeFollower(context.Context, string, time.Time, time.Time)
 
 // kickFunction builds the function over the fixture fleet with kicker k and
 // store s; clock nil means the wall clock (follow runs really follow).
-func kickFunction(t *testing.T, k function.Kicker, s remediate.Store, clock func() time.Time, env map[string]string, fakeOpts ...tpufake.Option) (*function.Function, *tpufake.Server, *sliceRecorder, *syncBuffer) {
+func kickFunction(t *testing.T, k function.Kicker, s function.Ledger, clock func() time.Time, env map[string]string, fakeOpts ...tpufake.Option) (*function.Function, *tpufake.Server, *sliceRecorder, *syncBuffer) {
 	t.Helper()
 	fleet, err := tpufake.ReadFleet(bytes.NewReader(readTestdata(t, "fleet.json")))
 	if err != nil {
@@ -190,7 +190,7 @@ func TestFollowMessageIsAlwaysAcknowledged(t *testing.T) {
 		{"no nonce: not acted on", ledger.NewMemory(), false, true, "follow message acknowledged, not acted on: it carries no nonce"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var store remediate.Store = tc.mem
+			var store function.Ledger = tc.mem
 			if tc.failing {
 				store = failingLedger{tc.mem}
 			}

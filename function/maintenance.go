@@ -19,37 +19,33 @@ func WithMaintenanceTPU(t remediate.MaintenanceTPU) Option {
 // WithNotices uses n as the notice ledger instead of Firestore's notices.
 func WithNotices(n remediate.NoticeStore) Option { return func(d *deps) { d.notices = n } }
 
-// newMaintainer builds the Maintainer the handler runs on READY nodes with
+// wireMaintenance turns on the maintenance handling of READY nodes with
 // upcoming maintenance (#10): the v2 and v2alpha1 clients on the same
-// endpoint as the TPU client, the notices next to the ledger. A handler
-// built with an injected store and no notice ledger keeps notices in memory
-// (tests, `autoheal serve`). With WithTPU and no WithMaintenanceTPU it returns
-// nil (maintenance not acted on) unless the injected TPU has the calls.
-func newMaintainer(ctx context.Context, cfg Config, d *deps, rc remediate.Config) (*remediate.Maintainer, error) {
-	if _, built := d.tpu.(tpuapi.Router); d.maint == nil && !built {
-		// An injected TPU (WithTPU) without WithMaintenanceTPU: maintenance
-		// is not acted on, unless it can do the maintenance calls too.
-		m, ok := d.tpu.(remediate.MaintenanceTPU)
-		if !ok {
-			return nil, nil
+// endpoint as the TPU client, the notices next to the ledger. A function
+// built with an injected store and no notice ledger keeps notices in
+// memory (tests, `autoheal serve`). With WithTPU and no WithMaintenanceTPU
+// maintenance is not acted on: an injected TPU brings its maintenance
+// client explicitly or none.
+func wireMaintenance(ctx context.Context, cfg Config, d *deps, rd *remediate.Deps) error {
+	if d.maint == nil && d.tpuBuilt {
+		epOpts, err := tpuapi.EndpointOptions(cfg.TPUEndpoint)
+		if err != nil {
+			return fmt.Errorf("%s_TPU_ENDPOINT: %w", EnvPrefix, err)
+		}
+		m, err := tpuapi.NewMaintenanceFromOptions(ctx, epOpts...)
+		if err != nil {
+			return err
 		}
 		d.maint = m
 	}
 	if d.maint == nil {
-		epOpts, err := tpuapi.EndpointOptions(cfg.TPUEndpoint)
-		if err != nil {
-			return nil, fmt.Errorf("%s_TPU_ENDPOINT: %w", EnvPrefix, err)
-		}
-		m, err := tpuapi.NewMaintenanceFromOptions(ctx, epOpts...)
-		if err != nil {
-			return nil, err
-		}
-		d.maint = m
+		return nil
 	}
 	if d.notices == nil {
 		d.notices = ledger.NewMemoryNotices()
 	}
-	return &remediate.Maintainer{TPU: d.maint, Notices: d.notices, Recorder: d.recorder, Config: rc, Now: d.now}, nil
+	rd.Maintenance, rd.Notices = d.maint, d.notices
+	return nil
 }
 
 // handleZoneHint handles a compute.instances.* entry about a TPU worker VM:
@@ -64,7 +60,7 @@ func (f *Function) handleZoneHint(ctx context.Context, ev events.Event) error {
 	}
 	for _, r := range res.Records {
 		if remediate.LeftForLater(r) {
-			f.kickAfter(ctx, r) // kick.go: one kick follows them all
+			f.handler.KickAfter(ctx, r) // one kick follows them all
 			break
 		}
 	}

@@ -55,16 +55,12 @@ func WithIAMOptions(opts ...option.ClientOption) Option {
 // sweep checks every recreate's account, and a grant changes rarely.
 const ActAsCacheTTL = 5 * time.Minute
 
-// wireTrust sets the Handler's Sealer and service-account guard.
-func (f *Function) wireTrust(ctx context.Context, cfg Config, d *deps) error {
-	h := f.handler
-	if cs, ok := h.Store.(ControlStore); ok { // control.go
-		f.control = cs
-	}
-	h.TrustUnsealedSpecs = cfg.TrustUnsealedSpecs
+// wireTrust sets the engine's Sealer and service-account guard.
+func (f *Function) wireTrust(ctx context.Context, cfg Config, d *deps, rd *remediate.Deps) error {
+	rd.TrustUnsealedSpecs = cfg.TrustUnsealedSpecs
 	switch {
 	case d.trust.sealer != nil:
-		h.Sealer = d.trust.sealer
+		rd.Sealer = d.trust.sealer
 	case cfg.MACKey != "":
 		c, err := kms.NewKeyManagementClient(ctx, d.trust.kms...)
 		if err != nil {
@@ -75,7 +71,7 @@ func (f *Function) wireTrust(ctx context.Context, cfg Config, d *deps) error {
 		if err != nil {
 			return fmt.Errorf("%s_MAC_KEY: %w", EnvPrefix, err)
 		}
-		h.Sealer = k
+		rd.Sealer = k
 	}
 	// Without AUTOHEAL_MAC_KEY (local runs; Terraform always sets it)
 	// specs are neither sealed nor verified, and without
@@ -91,7 +87,7 @@ func (f *Function) wireTrust(ctx context.Context, cfg Config, d *deps) error {
 		}
 		actAs = NewCachedActAs(IAMActAs{Service: svc}, ActAsCacheTTL, f.now)
 	}
-	h.Accounts = &remediate.AccountGuard{Allowed: cfg.NodeServiceAccounts, ActAs: actAs}
+	rd.Accounts = &remediate.AccountGuard{Allowed: cfg.NodeServiceAccounts, ActAs: actAs}
 	return nil
 }
 

@@ -41,8 +41,11 @@ func demoMaintenance(ctx context.Context, stdout io.Writer) error {
 	clock := func() time.Time { return now }
 	cfg := remediate.DefaultConfig()
 	var recs demoRecords
-	h := &remediate.Handler{TPU: tpuapi.New(svc), Store: ledger.NewMemory(ledger.WithClock(clock)), Recorder: &recs, Config: cfg, Now: clock, Holder: "autoheal-demo"}
-	h.Maintenance = &remediate.Maintainer{TPU: mt, Notices: ledger.NewMemoryNotices(), Config: cfg, Now: clock}
+	h, err := remediate.New(remediate.Deps{TPU: tpuapi.New(svc), Recorder: &recs, Clock: clock, Holder: "autoheal-demo",
+		Maintenance: mt, Notices: ledger.NewMemoryNotices()}.WithLedger(ledger.NewMemory(ledger.WithClock(clock))), cfg)
+	if err != nil {
+		return err
+	}
 	opts := remediate.SweepOptions{Projects: []string{"acme-ml"}, Zones: []string{"us-east5-a"}}
 
 	fmt.Fprintln(stdout, "\nBefore maintenance: a node with an upcoming maintenance notice (a second simulated fleet).")

@@ -601,8 +601,10 @@ func TestReplayReportsEntriesThatStillFailTransiently(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := tpuapi.New(svc)
-	h := &remediate.Handler{
-		TPU: c, Store: ledger.NewMemory(), Recorder: discardRecorder{}, Config: remediate.DefaultConfig(),
+	mem := ledger.NewMemory()
+	h, err := remediate.New(remediate.Deps{TPU: c, Recorder: discardRecorder{}}.WithLedger(mem), remediate.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	f, err := os.Open(incidentFile)

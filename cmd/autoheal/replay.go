@@ -256,18 +256,21 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *order != "input" && mem != nil {
 		marks = &markWindow{store: mem}
 	}
-	h := &remediate.Handler{
+	rd := remediate.Deps{
 		TPU:      tg.tpu,
-		Store:    store,
 		Recorder: rec,
-		Config:   cfg,
 		Holder:   replayHolder,
 		Sealer:   sealer, // specs sealed and checked as the function does
-		Now:      clockFn,
-	}
+		Clock:    clockFn,
+	}.WithLedger(store)
 	if tg.maint != nil { // notices become prepare/maintain against the simulated fleet
-		h.Maintenance = &remediate.Maintainer{TPU: tg.maint, Notices: ledger.NewMemoryNotices(), Config: cfg, Now: clockFn}
-		wireReplayResume(h, tg.maint, rec, cfg, clockFn, stderr) // resume.go
+		rd.Maintenance, rd.Notices = tg.maint, ledger.NewMemoryNotices()
+		wireReplayResume(&rd, tg.maint, stderr) // resume.go
+	}
+	h, err := remediate.New(rd, cfg)
+	if err != nil {
+		tg.close()
+		return err
 	}
 
 	// The run continues the recoveries it started or resumed; the in-memory

@@ -145,7 +145,7 @@ var openSealer = func(ctx context.Context, keyVersion string) (seal.Sealer, func
 // openStore opens the run's ledger: Firestore with --ledger-project, else a
 // fresh in-memory one on the run's clock. resumed lists the unfinished
 // recoveries an earlier replay left in it.
-func (a *applyFlags) openStore(ctx context.Context, clock func() time.Time, holdTTL time.Duration) (store remediate.Store, mem *ledger.Memory, resumed []remediate.Recovery, closeFn func() error, err error) {
+func (a *applyFlags) openStore(ctx context.Context, clock func() time.Time, holdTTL time.Duration) (store ledger.Admin, mem *ledger.Memory, resumed []remediate.Recovery, closeFn func() error, err error) {
 	if a.ledger.project == "" {
 		m := ledger.NewMemory(ledger.WithClock(clock), ledger.WithHoldTTL(holdTTL))
 		return m, m, nil, func() error { return nil }, nil

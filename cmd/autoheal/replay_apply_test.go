@@ -246,7 +246,10 @@ func TestWallContinuationDoesNotSpinOnARecoveryItCannotAdvance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &remediate.Handler{TPU: tpuapi.New(svc), Store: store, Recorder: discardRecorder{}, Config: cfg, Holder: replayHolder, Now: clk.now}
+	h, err := remediate.New(remediate.Deps{TPU: tpuapi.New(svc), Recorder: discardRecorder{}, Holder: replayHolder, Clock: clk.now}.WithLedger(store), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stopped, err := continueRecoveries(ctx, h, clk, continueOptions{wait: time.Minute})
 	if err != nil {
 		t.Fatalf("continueRecoveries: %v (after %d ledger reads, %d waits)", err, store.calls, *waits)

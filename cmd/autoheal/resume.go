@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
@@ -18,8 +17,7 @@ import (
 // a node that recovered by itself); replay makes no sweep's look at every
 // open incident, whose 7-day bound would close at once, on the wall clock,
 // the incidents of an old export's nodes still down.
-func wireReplayResume(h *remediate.Handler, guest remediate.GuestAttributes, rec remediate.Recorder, cfg remediate.Config, now func() time.Time, stderr io.Writer) {
-	w := &remediate.ResumeWatcher{Guest: guest, Store: ledger.NewMemoryIncidents(), Recorder: rec, Config: cfg, Now: now}
-	h.Resume = w
-	h.Recorder = w.Recording(rec, func(err error) { fmt.Fprintf(stderr, "autoheal replay: %v\n", err) })
+func wireReplayResume(rd *remediate.Deps, guest remediate.GuestAttributes, stderr io.Writer) {
+	rd.Guest, rd.Incidents = guest, ledger.NewMemoryIncidents()
+	rd.OnIncidentError = func(err error) { fmt.Fprintf(stderr, "autoheal replay: %v\n", err) }
 }

@@ -95,17 +95,20 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	store := ledger.NewMemory(ledger.WithClock(clk.now))
 	tracker := newOutcomeRecorder(discardRecorder{})
 	listed := &listingTPU{TPU: tg.tpu}
-	h := &remediate.Handler{
+	rd := remediate.Deps{
 		TPU:      listed,
-		Store:    store,
 		Recorder: tracker,
-		Config:   cfg,
 		Holder:   "autoheal-sweep",
 		Sealer:   seal.RandomLocalKeys(), // specs sealed and checked as the function does, with a key of this run
-		Now:      clk.now,
-	}
+		Clock:    clk.now,
+	}.WithLedger(store)
 	if tg.maint != nil {
-		h.Maintenance = &remediate.Maintainer{TPU: tg.maint, Notices: ledger.NewMemoryNotices(), Recorder: tracker, Config: cfg, Now: clk.now}
+		rd.Maintenance, rd.Notices = tg.maint, ledger.NewMemoryNotices()
+	}
+	h, err := remediate.New(rd, cfg)
+	if err != nil {
+		tg.close()
+		return err
 	}
 	start := time.Now()
 	res, runErr := h.Sweep(ctx, remediate.SweepOptions{Projects: projects, Zones: zones, Budget: budget})

@@ -10,10 +10,11 @@ import (
 )
 
 // Admin is the ledger as `autoheal pause`, `resume`, `status` and `breaker`
-// use it, and the batched read of the sweep: remediate.Store plus the
-// fleet-wide state a person manages. Memory and Firestore implement it.
+// and replay use it: remediate.Ledger (the Store, the follower lease, the
+// batched read of the sweep) plus the fleet-wide state a person manages.
+// Memory and Firestore implement it.
 type Admin interface {
-	remediate.Store
+	remediate.Ledger
 	// SetPause records p (replacing a pause of the same scope and target);
 	// from then on History returns it for the nodes it covers and Claim
 	// refuses them with a *remediate.PausedError.

@@ -45,7 +45,7 @@ func TestFirestoreMeetsStoreContract(t *testing.T) {
 	shared := newClient(t)
 	var mu sync.Mutex
 	prefixes := map[remediate.Store]string{}
-	newStore := func(t *testing.T) remediate.Store {
+	newStore := func(t *testing.T) ledger.Admin {
 		prefix := fmt.Sprintf("contract%d_", collectionSeq.Add(1))
 		s := ledger.NewFirestore(shared, ledger.WithPrefix(prefix))
 		mu.Lock()
@@ -60,7 +60,7 @@ func TestFirestoreMeetsStoreContract(t *testing.T) {
 		StormClaims: 24,
 		StormLimit:  6,
 		// Each racer has its own client, as separate function instances do.
-		NewClaimant: func(t *testing.T, base remediate.Store) remediate.Store {
+		NewClaimant: func(t *testing.T, base ledger.Admin) ledger.Admin {
 			mu.Lock()
 			prefix := prefixes[base]
 			mu.Unlock()

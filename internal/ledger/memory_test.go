@@ -17,7 +17,7 @@ import (
 )
 
 func TestMemoryMeetsStoreContract(t *testing.T) {
-	ledgertest.Run(t, func(t *testing.T) remediate.Store { return ledger.NewMemory() }, ledgertest.Options{Claimants: 64})
+	ledgertest.Run(t, func(t *testing.T) ledger.Admin { return ledger.NewMemory() }, ledgertest.Options{Claimants: 64})
 }
 
 func TestMemoryMarkEventExpiresByItsClock(t *testing.T) {

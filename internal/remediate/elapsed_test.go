@@ -30,7 +30,7 @@ func TestRecordElapsedIncludesLedgerTime(t *testing.T) {
 	for _, state := range []string{"READY", "TERMINATED"} {
 		t.Run(state, func(t *testing.T) {
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode(state)}})
-			e.h.Store = slowHistoryStore{Store: e.store, clock: e.clock, lag: 3600 * time.Millisecond}
+			remediate.SetStore(e.h, slowHistoryStore{Store: e.store, clock: e.clock, lag: 3600 * time.Millisecond})
 			rec, err := e.h.Handle(context.Background(), terminate("e1"))
 			if err != nil {
 				t.Fatal(err)

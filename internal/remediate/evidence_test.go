@@ -28,7 +28,7 @@ func TestEvidenceIsKeptForTheRecoveryItIsAbout(t *testing.T) {
 	)
 	store := ledger.NewMemory(ledger.WithClock(func() time.Time { return now }))
 	recs := &records{}
-	h := &remediate.Handler{Store: store, Recorder: recs, Config: remediate.DefaultConfig(), Now: func() time.Time { return now }, Holder: "h"}
+	h := remediate.Filled(&remediate.Handler{Store: store, Lease: store, Histories: store, Recorder: recs, Config: remediate.DefaultConfig(), Now: func() time.Time { return now }, Holder: "h"})
 	r, err := store.Claim(ctx, remediate.ClaimRequest{Node: slice, Project: project, Zone: zone, Holder: "h", Now: now, Action: remediate.ActionReset, Config: remediate.DefaultConfig()})
 	if err != nil {
 		t.Fatal(err)

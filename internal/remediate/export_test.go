@@ -12,3 +12,21 @@ const (
 )
 
 var failureLimit = policy.FailureLimit
+
+// SetStore replaces a test handler's ledger by s, with the capabilities s
+// has: tests swap in wrappers of the ledger (faults, counters) that keep or
+// hide the follower lease and the batched read by what they embed, as a
+// handler built by New from s would be given them.
+func SetStore(h *Handler, s Store) {
+	h.Store = s
+	h.Lease, _ = s.(FollowerLease)
+	h.Histories, _ = s.(HistoriesReader)
+}
+
+// Filled is a Handler built by a test's literal with the defaults New
+// fills (a clock, a holder, a logger, the call timeout, the workers): the
+// package's tests build many handlers field by field.
+func Filled(h *Handler) *Handler {
+	h.setDefaults()
+	return h
+}

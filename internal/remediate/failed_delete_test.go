@@ -87,7 +87,7 @@ func (f *failOnce) Update(ctx context.Context, rec remediate.Recovery) error {
 func TestResetTakeoverThatFindsItsOwnMarkLooksAgainLater(t *testing.T) {
 	e := newScripted(t)
 	st := &failOnce{Memory: e.store}
-	e.h.Store = st
+	remediate.SetStore(e.h, st)
 	n := sNode("s0", "PREEMPTED")
 	n.QueuedResource = sQR
 	e.f.set(n)

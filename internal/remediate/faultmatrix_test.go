@@ -199,8 +199,8 @@ func runCellWith(t *testing.T, reset bool, rules []tpufake.FailRule, crashAt rem
 	recs := &records{}
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
-	h := &remediate.Handler{TPU: g, Store: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "m",
-		CallTimeout: 200 * time.Millisecond, Workers: 2}
+	h := remediate.Filled(&remediate.Handler{TPU: g, Store: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "m",
+		CallTimeout: 200 * time.Millisecond, Workers: 2})
 	ctx := context.Background()
 	ev := events.Event{InsertID: "ev-1", Time: start.Add(-time.Minute), Method: events.MethodTerminate, LogName: "projects/acme-ml/logs/cloudaudit.googleapis.com%2Fsystem_event",
 		Node: events.NodeRef{Project: mProject, Zone: mZone, Node: target[strings.LastIndex(target, "/")+1:]}, Cause: events.CauseMaintenance}

@@ -12,8 +12,8 @@ import (
 // FollowerLease is the ledger's lease on following: at most one run (a
 // follow kick, or a sweep's follow phase) follows the unfinished recoveries
 // at a time, so that a wave's many kicks start one follower, not one per
-// pod. A Store may offer it (both ledger stores do); without it every run
-// follows, as before kicks existed.
+// pod. A ledger may offer it (both ledger stores do), given as Deps.Lease;
+// without it every run follows, as before kicks existed.
 type FollowerLease interface {
 	// TakeFollower takes the lease for holder until until, when it is free
 	// (never taken, released, or expired at now) or already holder's. It is
@@ -65,14 +65,14 @@ func (h *Handler) Follow(ctx context.Context, window time.Duration) (FollowResul
 	if window <= 0 {
 		return res, nil
 	}
-	start := h.now()
+	start := h.Now()
 	over := func() bool { return ctx.Err() != nil }
-	if lease, ok := h.Store.(FollowerLease); ok {
+	if lease := h.Lease; lease != nil {
 		// First, before looking for anything to follow: a delivery that
 		// saw this kick pending and did not publish saved its recovery
 		// before it looked, so the look below sees that recovery.
 		if err := lease.ClearKick(ctx); err != nil {
-			h.log().Warn("follow: clear the pending kick failed; deliveries kick again once it is stale", "error", err.Error())
+			h.Log.Warn("follow: clear the pending kick failed; deliveries kick again once it is stale", "error", err.Error())
 		}
 	}
 	var mu sync.Mutex
@@ -107,10 +107,11 @@ func (h *Handler) followLeased(ctx context.Context, start time.Time, window time
 		return false, false, nil
 	}
 	until := start.Add(window)
-	lease, leased := h.Store.(FollowerLease)
+	lease := h.Lease
+	leased := lease != nil
 	holder := h.followerID()
 	if leased {
-		took, err := lease.TakeFollower(ctx, holder, h.now(), until)
+		took, err := lease.TakeFollower(ctx, holder, h.Now(), until)
 		if err != nil {
 			return false, false, fmt.Errorf("follow: take the follower lease: %w", err)
 		}
@@ -124,7 +125,7 @@ func (h *Handler) followLeased(ctx context.Context, start time.Time, window time
 		if err := lease.ReleaseFollower(context.WithoutCancel(ctx), holder); err != nil {
 			// It expires at until by itself; until then deliveries do not
 			// kick (the sweep follows their recoveries).
-			h.log().Warn("follow: release the follower lease failed; it expires by itself", "holder", holder, "until", until, "error", err.Error())
+			h.Log.Warn("follow: release the follower lease failed; it expires by itself", "holder", holder, "until", until, "error", err.Error())
 		}
 	}
 	if ferr != nil {
@@ -134,7 +135,7 @@ func (h *Handler) followLeased(ctx context.Context, start time.Time, window time
 	if err != nil {
 		return true, false, fmt.Errorf("follow: list unfinished recoveries after following: %w", err)
 	}
-	return true, chainWanted(recs, looked, h.now(), window), nil
+	return true, chainWanted(recs, looked, h.Now(), window), nil
 }
 
 // chainWanted reports whether a follower ending now should kick one more:
@@ -189,13 +190,13 @@ func (h *Handler) KickWanted(ctx context.Context, r Record) bool {
 func (h *Handler) ChainWanted(ctx context.Context) bool { return h.claimKick(ctx, "") }
 
 func (h *Handler) claimKick(ctx context.Context, node string) bool {
-	lease, ok := h.Store.(FollowerLease)
-	if !ok {
+	lease := h.Lease
+	if lease == nil {
 		return true
 	}
-	kick, err := lease.ClaimKick(ctx, h.now(), KickPending)
+	kick, err := lease.ClaimKick(ctx, h.Now(), KickPending)
 	if err != nil {
-		h.log().Warn("follow: read the follower lease failed; kicking anyway", "node", node, "error", err.Error())
+		h.Log.Warn("follow: read the follower lease failed; kicking anyway", "node", node, "error", err.Error())
 		return true
 	}
 	return kick
@@ -204,9 +205,9 @@ func (h *Handler) claimKick(ctx context.Context, node string) bool {
 // KickFailed forgets the pending kick a failed publish noted, so the next
 // delivery kicks again rather than wait for it to go stale.
 func (h *Handler) KickFailed(ctx context.Context) {
-	if lease, ok := h.Store.(FollowerLease); ok {
+	if lease := h.Lease; lease != nil {
 		if err := lease.ClearKick(ctx); err != nil {
-			h.log().Warn("follow: clear the pending kick failed", "error", err.Error())
+			h.Log.Warn("follow: clear the pending kick failed", "error", err.Error())
 		}
 	}
 }
@@ -222,5 +223,5 @@ func LeftForLater(r Record) bool {
 func (h *Handler) followerID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return h.holder() + "/follow-" + hex.EncodeToString(b)
+	return h.Holder + "/follow-" + hex.EncodeToString(b)
 }

@@ -56,7 +56,7 @@ func followEnv(t *testing.T) (*remediate.Handler, *hookStore, *tpufake.Server, *
 	store := &hookStore{Memory: ledger.NewMemory(ledger.WithClock(clk.Now))}
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
-	h := &remediate.Handler{TPU: tpuapi.New(svc), Store: store, Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "test"}
+	h := remediate.Filled(&remediate.Handler{TPU: tpuapi.New(svc), Store: store, Lease: store, Histories: store, Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "test"})
 
 	far := sweptNode("far", "TERMINATED", "").Name
 	rec, err := store.Claim(context.Background(), remediate.ClaimRequest{
@@ -168,7 +168,7 @@ func TestFollow(t *testing.T) {
 		store := ledger.NewMemory(ledger.WithClock(clk.Now))
 		cfg := remediate.DefaultConfig()
 		cfg.StartupScript = script
-		h := &remediate.Handler{TPU: tpuapi.New(svc), Store: store, Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "test"}
+		h := remediate.Filled(&remediate.Handler{TPU: tpuapi.New(svc), Store: store, Lease: store, Histories: store, Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "test"})
 		res, err := h.Follow(ctx, 50*time.Second)
 		if err != nil || res.Followed || res.Chain {
 			t.Fatalf("Follow with nothing unfinished = followed %v, chain %v, %v; want neither", res.Followed, res.Chain, err)
@@ -183,7 +183,7 @@ func TestFollow(t *testing.T) {
 	})
 	t.Run("a ledger that fails is an error, and no lease is left", func(t *testing.T) {
 		h, store, _, _ := followEnv(t)
-		h.Store = failingUnfinished{store}
+		remediate.SetStore(h, failingUnfinished{store})
 		if _, err := h.Follow(ctx, 50*time.Second); err == nil {
 			t.Errorf("Follow over a failing ledger: nil error")
 		}
@@ -225,7 +225,7 @@ func TestKickWanted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := ledger.NewMemory()
-			h := &remediate.Handler{Store: store, Now: func() time.Time { return start }}
+			h := remediate.Filled(&remediate.Handler{Store: store, Lease: store, Now: func() time.Time { return start }})
 			if tc.held {
 				if ok, err := store.TakeFollower(ctx, "other", start, start.Add(time.Minute)); !ok || err != nil {
 					t.Fatal(ok, err)
@@ -256,7 +256,7 @@ func TestSweepDoesNotFollowWhileAnotherFollowerHoldsTheLease(t *testing.T) {
 	if ok, err := store.TakeFollower(context.Background(), "kick", time.Now(), time.Now().Add(time.Hour)); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	h := &remediate.Handler{TPU: tpuapi.New(svc), Store: store, Recorder: &records{}, Config: cfg, Holder: "test"}
+	h := remediate.Filled(&remediate.Handler{TPU: tpuapi.New(svc), Store: store, Lease: store, Histories: store, Recorder: &records{}, Config: cfg, Holder: "test"})
 	res, err := h.Sweep(context.Background(), remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}, Follow: time.Minute})
 	if err != nil {
 		t.Fatalf("Sweep: %v", err)
@@ -313,7 +313,7 @@ func TestFollowTakesEachRecoveryWhenItsLookComesDue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := &remediate.Handler{TPU: tpuapi.New(svc), Store: store, Recorder: &records{}, Config: cfg, Holder: "test"}
+	h := remediate.Filled(&remediate.Handler{TPU: tpuapi.New(svc), Store: store, Lease: store, Histories: store, Recorder: &records{}, Config: cfg, Holder: "test"})
 	if _, err := h.Follow(ctx, 10*time.Second); err != nil {
 		t.Fatalf("Follow: %v", err)
 	}
@@ -333,7 +333,7 @@ func TestOneKickIsPendingAtATime(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{now: start}
 	store := ledger.NewMemory(ledger.WithClock(clk.Now))
-	h := &remediate.Handler{Store: store, Now: clk.Now, Config: remediate.DefaultConfig(), Holder: "test"}
+	h := remediate.Filled(&remediate.Handler{Store: store, Lease: store, Now: clk.Now, Config: remediate.DefaultConfig(), Holder: "test"})
 	left := remediate.Record{Node: nodeName, Action: remediate.ActionRecreate, Phase: remediate.PhaseDeleting}
 	if !h.KickWanted(ctx, left) {
 		t.Fatal("first delivery: KickWanted = false")

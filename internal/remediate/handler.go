@@ -27,15 +27,17 @@ type Handler struct {
 	Store    Store
 	Recorder Recorder
 	Config   Config
-	Now      func() time.Time // nil = time.Now
-	Holder   string           // claim owner id; "" = hostname and pid
-	// CallTimeout bounds each TPU call (0 = DefaultCallTimeout): a call
-	// that hangs is a transient failure of its step, never a stuck request.
+	// Now, Holder, CallTimeout, Workers and Log are set by New, which
+	// fills their defaults once (deps.go); the Handler never re-applies them.
+	Now    func() time.Time
+	Holder string // claim owner id
+	// CallTimeout bounds each TPU call: a call that hangs is a transient
+	// failure of its step, never a stuck request.
 	CallTimeout time.Duration
 	// Workers bounds how many recoveries and nodes Continue and Sweep
-	// advance at once (0 = DefaultWorkers).
+	// advance at once.
 	Workers int
-	// Log receives diagnostics (nil = JSON on stderr in Cloud Logging's shape).
+	// Log receives diagnostics.
 	Log *slog.Logger
 	// Maintenance handles upcoming-maintenance notices of opted-in READY
 	// nodes (prepare, maintain; #10); nil = off.
@@ -58,6 +60,11 @@ type Handler struct {
 	// Accounts is the service-account guard checked before a recreate is
 	// claimed (nil = not checked).
 	Accounts *AccountGuard
+	// Lease, Histories and Kicker: the optional capabilities of Deps
+	// (deps.go), nil = off.
+	Lease     FollowerLease
+	Histories HistoriesReader
+	Kicker    Kicker
 }
 
 // Defaults of the Handler's knobs.
@@ -88,42 +95,6 @@ func (e *ActError) Error() string {
 }
 
 func (e *ActError) Unwrap() error { return e.Err }
-
-func (h *Handler) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
-}
-
-func (h *Handler) holder() string {
-	if h.Holder != "" {
-		return h.Holder
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", host, os.Getpid())
-}
-
-func (h *Handler) log() *slog.Logger {
-	if h.Log != nil {
-		return h.Log
-	}
-	return defaultLog
-}
-
-func (h *Handler) callTimeout() time.Duration {
-	if h.CallTimeout > 0 {
-		return h.CallTimeout
-	}
-	return DefaultCallTimeout
-}
-
-func (h *Handler) workers() int {
-	if h.Workers > 0 {
-		return h.Workers
-	}
-	return DefaultWorkers
-}
 
 // EventKey is the ledger's dedupe key of an event: Cloud Logging's identity
 // of an entry is insertId + timestamp + logName (which carries the project).
@@ -177,7 +148,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.Event) (Record, error) {
 // bare or wrapped in a Pub/Sub push body or CloudEvent data.
 func (h *Handler) Reject(ctx context.Context, raw []byte, err error) Record {
 	p := events.Peek(raw)
-	r := Record{Time: h.now(), InsertID: p.InsertID, EventTime: p.Time, Node: p.Node.Name(), Zone: p.Node.Zone,
+	r := Record{Time: h.Now(), InsertID: p.InsertID, EventTime: p.Time, Node: p.Node.Name(), Zone: p.Node.Zone,
 		Worker: p.Worker, Method: p.Method, Action: ActionReject, DryRun: h.Config.DryRun}
 	r.Reason = "rejected"
 	if err != nil {
@@ -325,9 +296,9 @@ func (h *Handler) finish(ctx context.Context, ev events.Event, r Record, actErr 
 			r.Err = actErr.Error()
 		}
 	}
-	r.Elapsed = h.now().Sub(r.Time)
+	r.Elapsed = h.Now().Sub(r.Time)
 	if err := h.Recorder.Record(ctx, r); err != nil {
-		h.log().Warn("record lost", "node", r.Node, "action", r.Action, "error", err.Error())
+		h.Log.Warn("record lost", "node", r.Node, "action", r.Action, "error", err.Error())
 		if !transient {
 			// The decision is made and acted on; the redelivery decides again
 			// from the node's state and records it.
@@ -401,8 +372,8 @@ func timedGet[T any](h *Handler, ctx context.Context, r *Record, kind EffectKind
 // call makes one TPU call within CallTimeout and appends a Step to the
 // record. It never retries: a failure is the state machine's to handle.
 func (h *Handler) call(ctx context.Context, r *Record, name, op string, f func(context.Context) (string, error)) error {
-	s := Step{Name: name, Start: h.now(), Operation: op}
-	cctx, cancel := context.WithTimeout(ctx, h.callTimeout())
+	s := Step{Name: name, Start: h.Now(), Operation: op}
+	cctx, cancel := context.WithTimeout(ctx, h.CallTimeout)
 	started, err := f(cctx)
 	cancel()
 	if started != "" {
@@ -410,7 +381,7 @@ func (h *Handler) call(ctx context.Context, r *Record, name, op string, f func(c
 	}
 	// On the handler's clock, as Start is: a replay at the event clock
 	// records the incident's times, not those of the machine replaying it.
-	s.Duration = h.now().Sub(s.Start)
+	s.Duration = h.Now().Sub(s.Start)
 	if err != nil {
 		s.Err = err.Error()
 	}
@@ -421,7 +392,7 @@ func (h *Handler) call(ctx context.Context, r *Record, name, op string, f func(c
 // newRecord starts the record of an event.
 func (h *Handler) newRecord(ev events.Event) Record {
 	return Record{
-		Time:      h.now(),
+		Time:      h.Now(),
 		InsertID:  ev.InsertID,
 		EventTime: ev.Time,
 		Node:      ev.Node.Name(),
@@ -455,7 +426,7 @@ func (h *Handler) recover(ctx context.Context, ev events.Event, obs *Observed, h
 		}
 	}
 	rec, err := h.Store.Claim(ctx, ClaimRequest{
-		Node: name, Project: ev.Node.Project, Zone: ev.Node.Zone, Holder: h.holder(), Now: now,
+		Node: name, Project: ev.Node.Project, Zone: ev.Node.Zone, Holder: h.Holder, Now: now,
 		Action: d.Action, EventID: ev.InsertID, Cause: ev.Cause, Config: h.Config,
 	})
 	if err != nil {
@@ -495,7 +466,7 @@ func (h *Handler) recover(ctx context.Context, ev events.Event, obs *Observed, h
 // taken over, then closed with why.
 func (h *Handler) closeRecovery(ctx context.Context, old Recovery, why string, r *Record) error {
 	rec, err := h.Store.Claim(ctx, ClaimRequest{
-		Node: old.Node, Project: old.Project, Zone: zoneOf(old.Node), Holder: h.holder(), Now: r.Time,
+		Node: old.Node, Project: old.Project, Zone: zoneOf(old.Node), Holder: h.Holder, Now: r.Time,
 		Action: old.Action, EventID: old.EventID, Cause: old.Cause, Config: h.Config,
 	})
 	if errors.Is(err, ErrClaimed) {
@@ -526,7 +497,7 @@ func zoneOf(node string) string {
 
 // save writes the recovery's new phase.
 func (h *Handler) save(ctx context.Context, rec Recovery) error {
-	rec.UpdatedAt = h.now()
+	rec.UpdatedAt = h.Now()
 	if err := h.Store.Update(ctx, rec); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return &ActError{Step: "ledger", Node: rec.Node, Transient: false, Err: err}

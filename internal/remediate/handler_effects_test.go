@@ -35,7 +35,7 @@ func (s *breakerStore) Claim(ctx context.Context, req remediate.ClaimRequest) (r
 func TestBreakerOpenSkipsAndTheTripIsOneErrorRecord(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 	bs := &breakerStore{Store: e.store}
-	e.h.Store = bs
+	remediate.SetStore(e.h, bs)
 	first, err := e.h.Handle(context.Background(), terminate("e1"))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
@@ -115,7 +115,7 @@ func (s *failingUpdates) Update(ctx context.Context, rec remediate.Recovery) err
 func TestEventIsNotMarkedAfterATransientFailureActing(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 	fs := &failingUpdates{Store: e.store, on: true}
-	e.h.Store = fs
+	remediate.SetStore(e.h, fs)
 	if _, err := e.h.Handle(context.Background(), terminate("e1")); err == nil {
 		t.Fatal("Handle with the ledger failing = nil, want a transient error")
 	}
@@ -137,17 +137,17 @@ func TestEventIsNotMarkedAfterATransientFailureActing(t *testing.T) {
 // before the delete. With the save failing, no delete may be sent.
 func TestNoDeleteIsSentBeforeItsPhaseIsSaved(t *testing.T) {
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
-	e.h.Store = &failingUpdates{Store: e.store, on: true}
+	remediate.SetStore(e.h, &failingUpdates{Store: e.store, on: true})
 	_, _ = e.h.Handle(context.Background(), terminate("e1"))
 	if got := e.fake.Count("nodes.delete", ""); got != 0 {
 		t.Errorf("deletes = %d with the deleting phase unsaved, want 0", got)
 	}
 	// And once it is saved, a crash right after the delete still finds the
 	// node ours: the next look recreates it from the saved spec.
-	e.h.Store = &crashingStore{Store: e.store, phase: remediate.PhaseDeleting}
+	remediate.SetStore(e.h, &crashingStore{Store: e.store, phase: remediate.PhaseDeleting})
 	e.clock.Advance(16 * time.Minute)
 	_, _ = e.h.Handle(context.Background(), terminate("e1"))
-	e.h.Store = e.store
+	remediate.SetStore(e.h, e.store)
 	e.settle(t)
 	if n := nodeOf(t, e.fake, nodeName); n == nil || n.State != "READY" {
 		t.Errorf("node after a crash around the delete = %+v, want READY", n)

@@ -100,9 +100,9 @@ func newEnv(t *testing.T, f tpufake.Fleet, opts ...tpufake.Option) *env {
 	recs := &records{}
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
-	return &env{fake: fake, store: store, records: recs, clock: clk, h: &remediate.Handler{
-		TPU: client, Store: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
-	}}
+	return &env{fake: fake, store: store, records: recs, clock: clk, h: remediate.Filled(&remediate.Handler{
+		TPU: client, Store: store, Lease: store, Histories: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
+	})}
 }
 
 // settle runs continuations on the virtual clock until no recovery is
@@ -507,7 +507,7 @@ func TestCrashBetweenPhasesIsFinishedWithTheSavedSpec(t *testing.T) {
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 			ctx := context.Background()
 			crash := &crashingStore{Store: e.store, phase: phase}
-			e.h.Store = crash
+			remediate.SetStore(e.h, crash)
 			_, _ = e.h.Handle(ctx, terminate("e1"))
 			e.settle(t) // the lease of the crashed holder expires; the next look takes over
 			if !crash.crashed {

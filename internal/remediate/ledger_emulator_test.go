@@ -64,7 +64,7 @@ func fsEnv(t *testing.T, f tpufake.Fleet) (*env, *ledger.Firestore) {
 	t.Helper()
 	e := newEnv(t, f)
 	store := ledger.NewFirestore(fsClient(t), ledger.WithPrefix(fsPrefix("issue3_")), ledger.WithClock(e.clock.Now))
-	e.h.Store = store
+	remediate.SetStore(e.h, store)
 	return e, store
 }
 
@@ -106,14 +106,17 @@ func TestRacingDeliveriesRecreateOnce(t *testing.T) {
 		var handleErrs []error
 		startLine := make(chan struct{})
 		for i := 0; i < racers; i++ {
-			h := &remediate.Handler{
-				TPU:      tpuClient,
-				Store:    ledger.NewFirestore(clients[i], ledger.WithPrefix(prefix), ledger.WithClock(clk.Now)),
-				Recorder: &records{},
-				Config:   cfg,
-				Now:      clk.Now,
-				Holder:   fmt.Sprintf("instance-%d", i),
-			}
+			fs := ledger.NewFirestore(clients[i], ledger.WithPrefix(prefix), ledger.WithClock(clk.Now))
+			h := remediate.Filled(&remediate.Handler{
+				TPU:       tpuClient,
+				Store:     fs,
+				Lease:     fs,
+				Histories: fs,
+				Recorder:  &records{},
+				Config:    cfg,
+				Now:       clk.Now,
+				Holder:    fmt.Sprintf("instance-%d", i),
+			})
 			insertID := fmt.Sprintf("%s-ev", id)
 			if !sameEvent {
 				insertID = fmt.Sprintf("%s-ev-%d", id, i)
@@ -134,8 +137,9 @@ func TestRacingDeliveriesRecreateOnce(t *testing.T) {
 		close(startLine)
 		wg.Wait()
 		// The later looks (a sweep's continuations) finish the recovery.
-		finisher := &remediate.Handler{TPU: tpuClient, Store: ledger.NewFirestore(clients[0], ledger.WithPrefix(prefix), ledger.WithClock(clk.Now)),
-			Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "finisher"}
+		fs := ledger.NewFirestore(clients[0], ledger.WithPrefix(prefix), ledger.WithClock(clk.Now))
+		finisher := remediate.Filled(&remediate.Handler{TPU: tpuClient, Store: fs, Lease: fs, Histories: fs,
+			Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "finisher"})
 		if _, err := finisher.Drain(context.Background(), clk.Set, 20); err != nil {
 			t.Fatalf("Drain: %v", err)
 		}
@@ -211,7 +215,7 @@ func TestCrashAfterAnyPhaseIsFinishedWithTheSameSpec(t *testing.T) {
 			e, store := fsEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 			ctx := context.Background()
 			crash := &crashOnSave{Store: store, phase: c.phase, afterWrite: c.afterWrite}
-			e.h.Store = crash
+			remediate.SetStore(e.h, crash)
 			_, _ = e.h.Handle(ctx, terminate("e1"))
 			if _, err := e.h.Drain(ctx, e.clock.Set, 60); err != nil {
 				t.Fatalf("Drain: %v", err)
@@ -346,7 +350,7 @@ func TestFirestoreRecoveriesInTodaysShapeAreFinished(t *testing.T) {
 			prefix := fsPrefix("oldshape_")
 			client := fsClient(t)
 			store := ledger.NewFirestore(client, ledger.WithPrefix(prefix), ledger.WithClock(e.clock.Now))
-			e.h.Store = store
+			remediate.SetStore(e.h, store)
 			ctx := context.Background()
 			old := start.Add(-2 * time.Hour)
 			doc := map[string]any{

@@ -37,14 +37,7 @@ type Maintainer struct {
 	Notices  NoticeStore
 	Recorder Recorder // used by Handle; Observe only returns the record
 	Config   Config
-	Now      func() time.Time // nil = time.Now
-}
-
-func (m *Maintainer) now() time.Time {
-	if m.Now != nil {
-		return m.Now()
-	}
-	return time.Now()
+	Now      func() time.Time // required (New sets the engine's clock)
 }
 
 // Observe decides about node's upcoming maintenance (as read by the caller)
@@ -54,7 +47,7 @@ func (m *Maintainer) now() time.Time {
 // caller to retry (the claim was released, so the retry takes it again); a
 // permanent one keeps the claim (that step of that notice is not retried).
 func (m *Maintainer) Observe(ctx context.Context, ev events.Event, node *tpu.Node, queuedResource string) (Record, bool, error) {
-	now := m.now()
+	now := m.Now()
 	r := Record{Time: now, InsertID: ev.InsertID, EventTime: ev.Time, Node: ev.Node.Name(), Zone: ev.Node.Zone,
 		Worker: ev.Worker, Method: ev.Method, Cause: ev.Cause, DryRun: m.Config.DryRun}
 	if node != nil {
@@ -125,7 +118,7 @@ func (m *Maintainer) Observe(ctx context.Context, ev events.Event, node *tpu.Nod
 // Handle is Observe, then the record written (when there is one).
 func (m *Maintainer) Handle(ctx context.Context, ev events.Event, node *tpu.Node, queuedResource string) (Record, bool, error) {
 	r, ok, err := m.Observe(ctx, ev, node, queuedResource)
-	r.Elapsed = m.now().Sub(r.Time)
+	r.Elapsed = m.Now().Sub(r.Time)
 	if ok && m.Recorder != nil {
 		if rerr := m.Recorder.Record(ctx, r); rerr != nil && err == nil {
 			err = &ActError{Step: "record", Node: r.Node, Transient: true, Err: rerr}
@@ -149,7 +142,7 @@ func (m *Maintainer) prepare(ctx context.Context, listed *tpu.Node, d Maintenanc
 	if err != nil {
 		return err
 	}
-	if again := DecideMaintenance(MaintenanceObserved{Node: fresh}, m.now(), m.Config); again.Action != ActionPrepare || again.Key != d.Key {
+	if again := DecideMaintenance(MaintenanceObserved{Node: fresh}, m.Now(), m.Config); again.Action != ActionPrepare || again.Key != d.Key {
 		r.Action = ActionRecord
 		r.Reason = "node changed right before the notice was sent (now: " + describe(fresh) + "): not prepared"
 		return &ActError{Step: "get", Node: r.Node, Transient: true, Err: errors.New("node changed before the notice was sent; look again")}
@@ -218,9 +211,9 @@ func (m *Maintainer) maintain(ctx context.Context, node *tpu.Node, queuedResourc
 // maintCall runs one TPU call as a recorded step, once: a transient
 // failure is retried by the next delivery or sweep (the claim released).
 func maintCall[T any](m *Maintainer, ctx context.Context, r *Record, step string, f func() (string, T, error)) (T, error) {
-	s := Step{Name: step, Start: m.now()}
+	s := Step{Name: step, Start: m.Now()}
 	op, v, err := f()
-	s.Operation, s.Duration = op, m.now().Sub(s.Start) // on the Maintainer's clock, as Start is (see Handler.call)
+	s.Operation, s.Duration = op, m.Now().Sub(s.Start) // on the Maintainer's clock, as Start is (see Handler.call)
 	if err != nil {
 		s.Err = err.Error()
 	}

@@ -26,7 +26,7 @@ func (h *Handler) ourMaintenance(ctx context.Context, node *tpu.Node) *OurMainte
 	}
 	steps, err := h.Maintenance.noticeSteps(ctx, NoticeKey{Node: node.Name, NodeID: node.Id, WindowStart: ws}, node)
 	if err != nil {
-		h.log().Warn("maintenance: notice ledger unavailable; only ONGOING exempts the node", "node", node.Name, "error", err.Error())
+		h.Log.Warn("maintenance: notice ledger unavailable; only ONGOING exempts the node", "node", node.Name, "error", err.Error())
 		return nil
 	}
 	at, ok := steps[NoticeStepMaintain]

@@ -76,12 +76,12 @@ func (h *Handler) HandleZoneHint(ctx context.Context, ev events.Event) (SweepRes
 	if budget <= 0 {
 		budget = DefaultZoneHintBudget
 	}
-	start := h.now()
+	start := h.Now()
 	tokens := pageTokens{}
 	tokens.seen(token)
 	bounded := ""
 	for looked < DefaultZoneHintNodes {
-		if tokens.pages() > DefaultZoneHintPages || h.now().Sub(start) >= budget || ctx.Err() != nil {
+		if tokens.pages() > DefaultZoneHintPages || h.Now().Sub(start) >= budget || ctx.Err() != nil {
 			bounded = fmt.Sprintf("bounded at %d pages or %s", DefaultZoneHintPages, budget)
 			break
 		}

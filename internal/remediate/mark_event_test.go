@@ -40,7 +40,7 @@ func TestMarkEventFailureIsReturnedAsTransient(t *testing.T) {
 				n.Health = "HEALTHY"
 			}
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{n}})
-			e.h.Store = failingMarks{e.store}
+			remediate.SetStore(e.h, failingMarks{e.store})
 			r, err := e.h.Handle(context.Background(), terminate("e1"))
 			if err == nil {
 				t.Fatalf("Handle with MarkEvent failing = nil error (record %s %q); want a transient error", r.Action, r.Reason)

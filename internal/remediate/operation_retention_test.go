@@ -31,7 +31,7 @@ func TestFailedCreateIsSeenWhateverOtherOperationsFinished(t *testing.T) {
 	store := ledger.NewMemory(ledger.WithClock(clk.Now))
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
-	h := &remediate.Handler{TPU: tpuapi.New(svc), Store: store, Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "test"}
+	h := remediate.Filled(&remediate.Handler{TPU: tpuapi.New(svc), Store: store, Lease: store, Histories: store, Recorder: &records{}, Config: cfg, Now: clk.Now, Holder: "test"})
 	if _, err := h.Handle(ctx, terminate("e1")); err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestFollowDoesNotSpinOnAPausedRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	pauseProject(t, e)
-	e.h.Now = nil // the wall clock: follow waits on real timers
+	e.h.Now = time.Now // the wall clock: follow waits on real timers
 	before := len(e.records.list())
 	if _, err := e.h.Sweep(context.Background(), remediate.SweepOptions{Projects: []string{project}, Follow: 3 * time.Second}); err != nil {
 		t.Fatal(err)

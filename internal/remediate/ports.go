@@ -16,7 +16,12 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 )
 
-// TPU is the part of the TPU API the handler uses. Errors are classified by
+// TPU is the backend the interpreter owns (Deps.TPU): observe a resource
+// (GetNode, ListNodes, GetQueuedResource), act on it (DeleteNode,
+// CreateNode, ResetQueuedResource), poll what the act started
+// (GetOperation). tpuapi.Client (v2), tpulegacy.Client (v1) and
+// tpuapi.Router over both implement it; docs/architecture.md ("The
+// backend") gives the reason for each method. Errors are classified by
 // KindOf (the adapters wrap them in *Error). No method waits for an
 // operation: GetOperation looks at it once.
 type TPU interface {

@@ -183,21 +183,14 @@ type IncidentStore interface {
 
 // ResumeWatcher opens incidents from records, and closes them with one
 // resumed record when the guest reports training resumed (or the watch runs
-// out). Its zero Now is time.Now; its zero Config.ResumeWatch is
-// DefaultResumeWatch.
+// out). Its Now is required (New sets the engine's clock); its zero
+// Config.ResumeWatch is DefaultResumeWatch.
 type ResumeWatcher struct {
 	Guest    GuestAttributes
 	Store    IncidentStore
 	Recorder Recorder
 	Config   Config
 	Now      func() time.Time
-}
-
-func (w *ResumeWatcher) now() time.Time {
-	if w.Now != nil {
-		return w.Now()
-	}
-	return time.Now()
 }
 
 func (w *ResumeWatcher) watch() time.Duration {
@@ -244,7 +237,7 @@ func (w *ResumeWatcher) Observe(ctx context.Context, r Record) error {
 	}
 	inc := Incident{
 		Node: r.Node, Project: projectOf(r.Node), Zone: r.Zone, Cause: r.Cause,
-		InsertID: r.InsertID, FirstEvent: first, OpenedAt: w.now(),
+		InsertID: r.InsertID, FirstEvent: first, OpenedAt: w.Now(),
 		AcceleratorType: r.AcceleratorType, Chips: r.Chips,
 	}
 	if inc.Chips == 0 {
@@ -324,7 +317,7 @@ func (w *ResumeWatcher) Check(ctx context.Context, node *tpu.Node, inc Incident)
 	if !inc.Open() {
 		return Record{}, false, nil
 	}
-	now := w.now()
+	now := w.Now()
 	healthy := node != nil && node.State == "READY" && (node.Health == "" || node.Health == "HEALTHY")
 	if !healthy {
 		if now.Sub(inc.FirstEvent) < IncidentMaxAge || inc.FirstEvent.IsZero() {
@@ -347,7 +340,7 @@ func (w *ResumeWatcher) Check(ctx context.Context, node *tpu.Node, inc Incident)
 
 	start := now
 	attrs, err := w.Guest.GetGuestAttributes(ctx, inc.Node, GuestQueryPath)
-	step := Step{Name: StepGuestAttributes, Start: start, Duration: w.now().Sub(start)}
+	step := Step{Name: StepGuestAttributes, Start: start, Duration: w.Now().Sub(start)}
 	if err != nil {
 		step.Err = err.Error()
 		if !expired {

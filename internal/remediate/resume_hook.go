@@ -23,7 +23,7 @@ func (h *Handler) resumeHook(ctx context.Context, node *tpu.Node, r Record, err 
 		return
 	}
 	if _, _, err := h.Resume.CheckNode(ctx, node); err != nil {
-		h.log().Warn("resume check failed; the next sweep checks again", "node", node.Name, "error", err.Error())
+		h.Log.Warn("resume check failed; the next sweep checks again", "node", node.Name, "error", err.Error())
 	}
 }
 
@@ -35,16 +35,16 @@ func (h *Handler) checkOpenIncidents(ctx context.Context, res *SweepResult) {
 	if h.Resume == nil || ctx.Err() != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.callTimeout())
+	ctx, cancel := context.WithTimeout(ctx, h.CallTimeout)
 	defer cancel()
 	get := func(ctx context.Context, name string) (*tpu.Node, error) {
-		cctx, cancel := context.WithTimeout(ctx, h.callTimeout())
+		cctx, cancel := context.WithTimeout(ctx, h.CallTimeout)
 		defer cancel()
 		return h.TPU.GetNode(cctx, name)
 	}
 	recs, err := h.Resume.CheckOpen(ctx, get)
 	res.Records = append(res.Records, recs...)
 	if err != nil {
-		h.log().Warn("resume check of open incidents failed; the next sweep checks again", "records", len(recs), "error", err.Error())
+		h.Log.Warn("resume check of open incidents failed; the next sweep checks again", "records", len(recs), "error", err.Error())
 	}
 }

@@ -300,7 +300,7 @@ func TestRecordingObservesWhatItRecords(t *testing.T) {
 	ctx := context.Background()
 	s := ledger.NewMemoryIncidents()
 	inner := &sliceRecorder{}
-	w := &remediate.ResumeWatcher{Store: s, Recorder: inner}
+	w := &remediate.ResumeWatcher{Store: s, Recorder: inner, Now: time.Now}
 	var errs []error
 	rec := w.Recording(inner, func(err error) { errs = append(errs, err) })
 	r := remediate.Record{Time: firstEvent, InsertID: "e1", EventTime: firstEvent, Node: resumeNode, Action: remediate.ActionRecreate}

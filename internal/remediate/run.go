@@ -21,16 +21,16 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs *Observation, r *Re
 	var res StepResult
 	refused := false // this run's last call was refused for capacity or quota
 	for i := 0; ; i++ {
-		next, eff := Advance(rec, *obs, res, h.now(), h.Config)
+		next, eff := Advance(rec, *obs, res, h.Now(), h.Config)
 		if i == maxStepsPerCall && eff.Kind != EffectNone {
 			next, eff = rec, Effect{}
-			next.NextLookAt = h.now().Add(lookAgain(h.Config))
+			next.NextLookAt = h.Now().Add(lookAgain(h.Config))
 		}
 		if ctx.Err() != nil && eff.Kind != EffectNone {
 			// The caller gave up (deadline, shutdown): not a verdict on the
 			// node. Save where we are; the next look goes on.
 			next, eff = rec, Effect{}
-			next.NextLookAt = h.now()
+			next.NextLookAt = h.Now()
 			ctx = context.WithoutCancel(ctx)
 		}
 		next, eff, sealErr := h.checkSeal(ctx, rec, next, eff, r) // specseal.go
@@ -67,7 +67,7 @@ func (h *Handler) describeEnd(rec Recovery, failuresBefore int, r *Record) {
 	case PhaseRecovered:
 		r.Outcome = OutcomeRecovered
 		if !rec.StartedAt.IsZero() {
-			r.TimeToRecover = h.now().Sub(rec.StartedAt)
+			r.TimeToRecover = h.Now().Sub(rec.StartedAt)
 		}
 	case PhaseClosed:
 		r.Outcome = OutcomeClosed
@@ -164,13 +164,13 @@ func (h *Handler) effect(ctx context.Context, rec Recovery, eff Effect, obs *Obs
 	case EffectCreateQR, EffectDeleteQR:
 		res = h.queueEffect(ctx, eff, r) // queue_act.go
 	case EffectMarkReset:
-		first, err := h.Store.MarkEvent(ctx, "reset:"+eff.Target, h.now().Add(resetMarkTTL(h.Config)))
+		first, err := h.Store.MarkEvent(ctx, "reset:"+eff.Target, h.Now().Add(resetMarkTTL(h.Config)))
 		res.First, res.Err = first, err
-		r.Steps = append(r.Steps, Step{Name: string(eff.Kind), Start: h.now(), Err: errText(err)})
+		r.Steps = append(r.Steps, Step{Name: string(eff.Kind), Start: h.Now(), Err: errText(err)})
 	case EffectDefer:
-		err := h.Store.SetDeferral(ctx, Deferral{Node: rec.Node, Project: rec.Project, Since: h.now(), Due: eff.Due, Reason: eff.Reason})
+		err := h.Store.SetDeferral(ctx, Deferral{Node: rec.Node, Project: rec.Project, Since: h.Now(), Due: eff.Due, Reason: eff.Reason})
 		res.Err = err
-		r.Steps = append(r.Steps, Step{Name: string(eff.Kind), Start: h.now(), Err: errText(err)})
+		r.Steps = append(r.Steps, Step{Name: string(eff.Kind), Start: h.Now(), Err: errText(err)})
 	}
 	return res
 }
@@ -199,7 +199,7 @@ func (h *Handler) continueDue(ctx context.Context, take func(node string) bool, 
 	if err != nil {
 		return 0, fmt.Errorf("continue: list unfinished recoveries: %w", err)
 	}
-	now := h.now()
+	now := h.Now()
 	var due []Recovery
 	for _, rec := range recs {
 		// A recovery held or waiting is not decided about again now.
@@ -214,7 +214,7 @@ func (h *Handler) continueDue(ctx context.Context, take func(node string) bool, 
 // parallel runs f(0..n-1) on at most Workers goroutines, stopping to start
 // new ones once ctx is done.
 func (h *Handler) parallel(ctx context.Context, n int, f func(i int)) {
-	sem := make(chan struct{}, h.workers())
+	sem := make(chan struct{}, h.Workers)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		if ctx.Err() != nil {
@@ -254,7 +254,7 @@ func (h *Handler) Drain(ctx context.Context, advance func(to time.Time), rounds 
 				next = at
 			}
 		}
-		if now := h.now(); next.After(now) {
+		if now := h.Now(); next.After(now) {
 			advance(next)
 		}
 		if _, err := h.Continue(ctx); err != nil {

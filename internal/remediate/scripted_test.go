@@ -240,7 +240,7 @@ func newScripted(t *testing.T) *sEnv {
 	recs := &records{}
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
-	e := &sEnv{f: f, store: st, clock: clk, recs: recs, h: &remediate.Handler{TPU: f, Store: st, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "h"}}
+	e := &sEnv{f: f, store: st, clock: clk, recs: recs, h: remediate.Filled(&remediate.Handler{TPU: f, Store: st, Lease: st, Histories: st, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "h"})}
 	t.Cleanup(func() {
 		if t.Failed() {
 			e.dump(t)

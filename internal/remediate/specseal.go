@@ -129,7 +129,7 @@ func (h *Handler) checkSeal(ctx context.Context, rec, next Recovery, eff Effect,
 // abandon), and the step is tried again after SealRetry. The error is
 // returned as transient, so a delivery is redelivered.
 func (h *Handler) sealWait(ctx context.Context, rec Recovery, err error, r *Record) error {
-	rec.NextLookAt = h.now().Add(SealRetry)
+	rec.NextLookAt = h.Now().Add(SealRetry)
 	if serr := h.save(ctx, rec); serr != nil {
 		r.Phase, r.Generation = rec.Phase, rec.Generation
 		return serr

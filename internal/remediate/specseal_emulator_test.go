@@ -33,7 +33,7 @@ func TestTamperedSpecOnFirestoreIsNeverCreated(t *testing.T) {
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 			prefix := fsPrefix("tamper_")
 			client := fsClient(t)
-			e.h.Store = ledger.NewFirestore(client, ledger.WithPrefix(prefix), ledger.WithClock(e.clock.Now))
+			remediate.SetStore(e.h, ledger.NewFirestore(client, ledger.WithPrefix(prefix), ledger.WithClock(e.clock.Now)))
 			e.h.Sealer = localKeys(t)
 			ctx := context.Background()
 			if _, err := e.h.Handle(ctx, terminate("e1")); err != nil {

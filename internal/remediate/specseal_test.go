@@ -87,15 +87,15 @@ func TestTamperedSpecIsNeverCreated(t *testing.T) {
 			e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
 			e.h.Sealer = localKeys(t)
 			ts := &tamperStore{Store: e.store, phase: tc.phase, tamper: tc.tamper}
-			e.h.Store = ts
+			remediate.SetStore(e.h, ts)
 			ctx := context.Background()
 			if tc.phase == remediate.PhaseClaimed {
 				// The first delivery dies right after its claim, with a
 				// spec written by someone else in the ledger by the takeover.
-				e.h.Store = &crashingStore{Store: ts, phase: remediate.PhaseDeleting}
+				remediate.SetStore(e.h, &crashingStore{Store: ts, phase: remediate.PhaseDeleting})
 			}
 			_, _ = e.h.Handle(ctx, terminate("e1"))
-			e.h.Store = ts
+			remediate.SetStore(e.h, ts)
 			if tc.phase == remediate.PhaseClaimed {
 				e.records = &records{} // the crash's own ERROR record is not the tampering's
 				e.h.Recorder = e.records

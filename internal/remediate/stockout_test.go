@@ -33,9 +33,9 @@ func newClockedEnv(t *testing.T, f tpufake.Fleet, opts ...tpufake.Option) *env {
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = script
 	cfg.StockoutSeed = 23
-	return &env{fake: fake, store: store, records: recs, clock: clk, h: &remediate.Handler{
-		TPU: tpuapi.New(svc), Store: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
-	}}
+	return &env{fake: fake, store: store, records: recs, clock: clk, h: remediate.Filled(&remediate.Handler{
+		TPU: tpuapi.New(svc), Store: store, Lease: store, Histories: store, Recorder: recs, Config: cfg, Now: clk.Now, Holder: "test",
+	})}
 }
 
 // handleAll delivers a terminate of every node at once, as a wave does.

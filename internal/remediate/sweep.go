@@ -73,10 +73,10 @@ func (h *Handler) Sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 
 func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, error) {
 	var res SweepResult
-	start := h.now()
+	start := h.Now()
 	// over: the budget is spent, or the caller gave up (the function's
 	// deadline): stop between two pages, cursor saved where possible.
-	over := func() bool { return ctx.Err() != nil || (opts.Budget > 0 && h.now().Sub(start) >= opts.Budget) }
+	over := func() bool { return ctx.Err() != nil || (opts.Budget > 0 && h.Now().Sub(start) >= opts.Budget) }
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	claim := func(name string) bool {
@@ -108,7 +108,7 @@ func (h *Handler) sweep(ctx context.Context, opts SweepOptions) (SweepResult, er
 	if over() {
 		return res, nil
 	}
-	due, err := h.Store.DueDeferrals(ctx, h.now())
+	due, err := h.Store.DueDeferrals(ctx, h.Now())
 	if err != nil {
 		return res, fmt.Errorf("sweep: list due deferrals: %w", err)
 	}
@@ -162,7 +162,7 @@ func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool,
 		last, ok := looked[rec.Node]
 		return ok && !rec.NextLookAt.After(last)
 	}
-	for !over() && h.now().Before(until) {
+	for !over() && h.Now().Before(until) {
 		recs, err := h.Store.Unfinished(ctx)
 		if err != nil {
 			return fmt.Errorf("follow: list unfinished recoveries: %w", err)
@@ -187,7 +187,7 @@ func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool,
 		}
 		// At least followTick between rounds: a look that could not be
 		// saved (the ledger failing) must not spin.
-		if d := max(next.Sub(h.now()), followTick); d > 0 {
+		if d := max(next.Sub(h.Now()), followTick); d > 0 {
 			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
@@ -200,7 +200,7 @@ func (h *Handler) follow(ctx context.Context, until time.Time, over func() bool,
 		// looked: marking one whose look is still ahead (a wave's
 		// recoveries come due seconds apart) would leave it "stuck" at
 		// the next round and unfollowed until the next sweep.
-		before := h.now()
+		before := h.Now()
 		take := func(node string) bool {
 			rec, ok := current[node]
 			if ok && !before.Before(rec.LeaseUntil) && !before.Before(rec.NextLookAt) {
@@ -258,7 +258,7 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 						// a sweep that sees nothing must not look fine.
 						if k != KindNotFound {
 							res.Errors = append(res.Errors, err.Error())
-							r.Time, r.Zone, r.Action = h.now(), zone, ActionSkip
+							r.Time, r.Zone, r.Action = h.Now(), zone, ActionSkip
 							r.Reason = "sweep: cannot list " + parent + ": its nodes are not checked"
 							r.Err = err.Error()
 							_ = h.Recorder.Record(ctx, r)
@@ -302,22 +302,15 @@ func (h *Handler) sweepListed(ctx context.Context, opts SweepOptions, over func(
 	return h.saveCursor(ctx, "")
 }
 
-// historiesReader is the batched read a ledger may offer (Firestore: one
-// get of one summary document per node per call, not four reads per node).
-// The sweep uses it for each listed page when the Store has it.
-type historiesReader interface {
-	Histories(ctx context.Context, nodes []string, project string, now time.Time, window time.Duration) (map[string]History, error)
-}
-
 // pageHistories reads the ledger once for a listed page of one project's
-// nodes, when the Store offers the batched read. Only the nodes whose
+// nodes, when there is a batched read (Deps.Histories). Only the nodes whose
 // listing alone is enough to decide (healthy, stopped on purpose) use it:
 // any other node is read again, and so is its history, just before
-// deciding. nil (every node reads its own history) when the Store has no
+// deciding. nil (every node reads its own history) when there is no
 // batched read or it failed: a slower sweep, not a skipped one.
 func (h *Handler) pageHistories(ctx context.Context, project string, page []*tpu.Node) map[string]History {
-	hr, ok := h.Store.(historiesReader)
-	if !ok {
+	hr := h.Histories
+	if hr == nil {
 		return nil
 	}
 	var names []string
@@ -329,9 +322,9 @@ func (h *Handler) pageHistories(ctx context.Context, project string, page []*tpu
 	if len(names) == 0 {
 		return nil
 	}
-	hists, err := hr.Histories(ctx, names, project, h.now(), h.Config.Window)
+	hists, err := hr.Histories(ctx, names, project, h.Now(), h.Config.Window)
 	if err != nil {
-		h.log().Warn("sweep: batched ledger read failed; reading node by node", "project", project, "nodes", len(names), "error", err.Error())
+		h.Log.Warn("sweep: batched ledger read failed; reading node by node", "project", project, "nodes", len(names), "error", err.Error())
 		return nil
 	}
 	return hists
@@ -377,7 +370,7 @@ func indexOf(xs []string, x string) int {
 func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, cause events.Cause, quiet bool, hist *History) (Record, bool) {
 	_, project, zone, nodeID, err := parseNodeName(name)
 	if err != nil {
-		r := Record{Time: h.now(), Node: name, Action: ActionReject, Reason: err.Error(), DryRun: h.Config.DryRun}
+		r := Record{Time: h.Now(), Node: name, Action: ActionReject, Reason: err.Error(), DryRun: h.Config.DryRun}
 		_ = h.Recorder.Record(ctx, r)
 		return r, true
 	}
@@ -448,7 +441,7 @@ func (p pageTokens) pages() int { return len(p) }
 // any, are not looked at by this listing), so a person knows the API
 // misbehaved and which zone was not fully seen.
 func (h *Handler) pageLoopRecord(ctx context.Context, zone, parent, token string, pages int) Record {
-	r := Record{Time: h.now(), Zone: zone, Action: ActionSkip, Severity: SeverityWarning, DryRun: h.Config.DryRun}
+	r := Record{Time: h.Now(), Zone: zone, Action: ActionSkip, Severity: SeverityWarning, DryRun: h.Config.DryRun}
 	r.Reason = fmt.Sprintf("list %s: page token %q came again after %d pages: the listing of zone %s ends there (a nextPageToken that points back would loop forever)", parent, shortToken(token), pages, zone)
 	_ = h.Recorder.Record(ctx, r)
 	return r
@@ -475,7 +468,7 @@ func (h *Handler) warnPausedDeleted(ctx context.Context, warned map[string]bool,
 		if warned[rec.Node] || !DeletedWhilePaused(&rec) {
 			continue
 		}
-		now := h.now()
+		now := h.Now()
 		hist, err := h.Store.History(ctx, rec.Node, rec.Project, "", now, h.Config.Window)
 		if err != nil {
 			return fmt.Errorf("history of %s: %w", rec.Node, err)

@@ -49,7 +49,7 @@ func TestSweepReadsTheLedgerOncePerListedPage(t *testing.T) {
 		sweptNode("e", "STOPPED", ""),
 	}}, tpufake.WithPageSize(2))
 	cs := &countingStore{Memory: e.store}
-	e.h.Store = cs
+	remediate.SetStore(e.h, cs)
 	res, err := e.h.Sweep(context.Background(), remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}})
 	if err != nil || !res.Complete {
 		t.Fatalf("Sweep = %+v, %v; want complete", res, err)
@@ -81,7 +81,7 @@ func TestSweepWithoutBatchedReadReadsNodeByNode(t *testing.T) {
 		sweptNode("b", "READY", "HEALTHY"),
 	}})
 	cs := &countingStore{Memory: e.store}
-	e.h.Store = historyOnly{cs}
+	remediate.SetStore(e.h, historyOnly{cs})
 	if _, err := e.h.Sweep(context.Background(), remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}}); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}

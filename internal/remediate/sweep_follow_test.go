@@ -36,7 +36,8 @@ func TestSweepFollowsARecoveryToItsEnd(t *testing.T) {
 			cfg := remediate.DefaultConfig()
 			cfg.StartupScript = script
 			cfg.LookAgain = 50 * time.Millisecond
-			h := &remediate.Handler{TPU: tpuapi.New(svc), Store: ledger.NewMemory(), Recorder: &records{}, Config: cfg, Holder: "test"}
+			mem := ledger.NewMemory()
+			h := remediate.Filled(&remediate.Handler{TPU: tpuapi.New(svc), Store: mem, Lease: mem, Histories: mem, Recorder: &records{}, Config: cfg, Holder: "test"})
 			if _, err := h.Sweep(context.Background(), remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}, Follow: tc.follow}); err != nil {
 				t.Fatalf("Sweep: %v", err)
 			}

@@ -185,7 +185,8 @@ func newWorld(ctx context.Context, p Plan, opts Options, res *Result) (*world, e
 		fake.ActAt(t0.Add(a.At), a.Act)
 	}
 	in := newInjector(p.Ledger)
-	var store, plain remediate.Store
+	var store function.Ledger
+	var plain remediate.Store
 	if opts.Firestore != nil {
 		prefix := fmt.Sprintf("%sswarm%d-", opts.Prefix, p.Seed)
 		fs := ledger.NewFirestore(opts.Firestore, ledger.WithClock(c.now), ledger.WithPrefix(prefix))

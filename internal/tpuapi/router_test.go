@@ -108,10 +108,12 @@ func (e routed) handlerWithClock() (*remediate.Handler, *vclock) {
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = "#!/bin/bash\nexec /opt/resume-training\n"
 	clk := &vclock{t: time.Now()}
-	return &remediate.Handler{
-		TPU: e.router, Store: ledger.NewMemory(ledger.WithClock(clk.now)), Recorder: &recordSlice{}, Config: cfg, Holder: "test",
-		Now: clk.now,
-	}, clk
+	mem := ledger.NewMemory(ledger.WithClock(clk.now))
+	h, err := remediate.New(remediate.Deps{TPU: e.router, Recorder: &recordSlice{}, Holder: "test", Clock: clk.now}.WithLedger(mem), cfg)
+	if err != nil {
+		panic(err) // the deps are all given
+	}
+	return h, clk
 }
 
 // vclock is a virtual clock Drain moves.

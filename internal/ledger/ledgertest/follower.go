@@ -7,20 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
-
-// followerOf is the store's follower lease; a store without one fails the
-// contract (both ledger stores have it; remediate falls back to following
-// unleased only for stores outside the ledger).
-func followerOf(t *testing.T, s remediate.Store) remediate.FollowerLease {
-	t.Helper()
-	l, ok := s.(remediate.FollowerLease)
-	if !ok {
-		t.Fatalf("%T has no follower lease (remediate.FollowerLease)", s)
-	}
-	return l
-}
 
 func mustTake(t *testing.T, l remediate.FollowerLease, holder string, now, until time.Time) bool {
 	t.Helper()
@@ -47,7 +36,7 @@ func runFollower(t *testing.T, newStore NewStore, opts Options) {
 	until := t0.Add(50 * time.Second)
 
 	t.Run("follower lease: free at first, then held by its taker until released", func(t *testing.T) {
-		l := followerOf(t, newStore(t))
+		l := newStore(t)
 		if mustHeld(t, l, t0) {
 			t.Fatal("a fresh store's follower lease is held")
 		}
@@ -81,7 +70,7 @@ func runFollower(t *testing.T, newStore NewStore, opts Options) {
 	})
 
 	t.Run("follower lease: an expired lease is free", func(t *testing.T) {
-		l := followerOf(t, newStore(t))
+		l := newStore(t)
 		if !mustTake(t, l, "a", t0, until) {
 			t.Fatal("TakeFollower of a free lease = false")
 		}
@@ -100,7 +89,7 @@ func runFollower(t *testing.T, newStore NewStore, opts Options) {
 	})
 
 	t.Run("pending kick: one at a time, none while the lease is held, cleared by a follow run, stale after its time", func(t *testing.T) {
-		l := followerOf(t, newStore(t))
+		l := newStore(t)
 		claim := func(now time.Time) bool {
 			t.Helper()
 			ok, err := l.ClaimKick(ctx, now, 30*time.Second)
@@ -164,7 +153,7 @@ func runFollower(t *testing.T, newStore NewStore, opts Options) {
 
 // raceFollower runs try on n claimants of s at once (each its own client
 // when opts.NewClaimant says how) and counts the true answers and errors.
-func raceFollower(t *testing.T, s remediate.Store, n int, opts Options, try func(remediate.FollowerLease, int) (bool, error)) (wins int, errs []error) {
+func raceFollower(t *testing.T, s ledger.Admin, n int, opts Options, try func(remediate.FollowerLease, int) (bool, error)) (wins int, errs []error) {
 	var (
 		wg sync.WaitGroup
 		mu sync.Mutex
@@ -175,7 +164,7 @@ func raceFollower(t *testing.T, s remediate.Store, n int, opts Options, try func
 		if opts.NewClaimant != nil {
 			store = opts.NewClaimant(t, s)
 		}
-		l := followerOf(t, store)
+		l := store
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -33,15 +33,6 @@ func stormReq(node, holder string, now time.Time, limit int, window time.Duratio
 	return r
 }
 
-func admin(t *testing.T, s remediate.Store) ledger.Admin {
-	t.Helper()
-	a, ok := s.(ledger.Admin)
-	if !ok {
-		t.Fatalf("%T does not implement ledger.Admin", s)
-	}
-	return a
-}
-
 func breakerErr(t *testing.T, err error) *remediate.BreakerOpenError {
 	t.Helper()
 	var open *remediate.BreakerOpenError
@@ -117,7 +108,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 		if got := len(mustUnfinished(t, s)); got != limit {
 			t.Errorf("unfinished recoveries after the storm = %d; want %d", got, limit)
 		}
-		open, err := admin(t, s).OpenBreakers(ctx, t0, stormReq(nodeA, "x", t0, limit, time.Hour).Config)
+		open, err := s.OpenBreakers(ctx, t0, stormReq(nodeA, "x", t0, limit, time.Hour).Config)
 		if err != nil {
 			t.Fatalf("OpenBreakers: %v", err)
 		}
@@ -162,10 +153,10 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 		mustClaim(t, s, other)
 		_, err := s.Claim(ctx, stormReq(stormNode(2), "h", t0, limit, time.Hour))
 		breakerErr(t, err)
-		if err := admin(t, s).ResetBreaker(ctx, zone); err != nil {
+		if err := s.ResetBreaker(ctx, zone); err != nil {
 			t.Fatalf("ResetBreaker: %v", err)
 		}
-		open, err := admin(t, s).OpenBreakers(ctx, t0, stormReq(nodeA, "x", t0, limit, time.Hour).Config)
+		open, err := s.OpenBreakers(ctx, t0, stormReq(nodeA, "x", t0, limit, time.Hour).Config)
 		if err != nil || len(open) != 0 {
 			t.Errorf("OpenBreakers after reset = %+v, %v; want none", open, err)
 		}
@@ -175,7 +166,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 		if o := breakerErr(t, err); !o.Tripped {
 			t.Errorf("refusal after reset and refill = %+v; want a new trip", o)
 		}
-		if err := admin(t, s).ResetBreaker(ctx, "never-seen-zone"); err != nil {
+		if err := s.ResetBreaker(ctx, "never-seen-zone"); err != nil {
 			t.Errorf("ResetBreaker of a zone never counted: %v; want nil", err)
 		}
 	})
@@ -232,7 +223,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 	for _, tc := range pauses {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
-			a := admin(t, s)
+			a := s
 			p := tc.pause
 			p.Reason, p.By, p.Since = "region incident INC-42", "alice@example.com", t0
 			if err := a.SetPause(ctx, p); err != nil {
@@ -276,7 +267,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 
 	t.Run("resume adds the paused time to the recoveries the pause held back, and no update changes it", func(t *testing.T) {
 		s := newStore(t)
-		a := admin(t, s)
+		a := s
 		now := time.Now()
 		held := mustClaim(t, s, req(nodeA, "h-a", now.Add(-3*time.Hour)))
 		held.Phase, held.Spec, held.DeleteSent = remediate.PhaseDeleting, Spec(nodeA), true
@@ -310,7 +301,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 
 	t.Run("history returns the narrowest pause and status lists them all", func(t *testing.T) {
 		s := newStore(t)
-		a := admin(t, s)
+		a := s
 		proj := remediate.Pause{Scope: remediate.PauseProject, Project: project, Reason: "all", By: "bob", Since: t0}
 		node := remediate.Pause{Scope: remediate.PauseNode, Node: nodeA, Reason: "this one", By: "carol", Since: t0.Add(time.Minute)}
 		for _, p := range []remediate.Pause{proj, node} {
@@ -338,7 +329,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 		r := mustClaim(t, s, req(nodeA, "h1", t0))
 		r.Phase, r.Spec, r.UpdatedAt = remediate.PhaseDeleted, Spec(nodeA), t0
 		mustUpdate(t, s, r)
-		if err := admin(t, s).SetPause(ctx, remediate.Pause{Scope: remediate.PauseNode, Node: nodeA, Reason: "hands off", By: "dave", Since: t0}); err != nil {
+		if err := s.SetPause(ctx, remediate.Pause{Scope: remediate.PauseNode, Node: nodeA, Reason: "hands off", By: "dave", Since: t0}); err != nil {
 			t.Fatalf("SetPause: %v", err)
 		}
 		if _, err := s.Claim(ctx, req(nodeA, "h2", t0.Add(time.Hour))); !errors.Is(err, remediate.ErrPaused) {
@@ -354,7 +345,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 			{Scope: remediate.PauseNode, Node: "llm-v4-a"},
 			{Scope: "galaxy", Project: project},
 		} {
-			if err := admin(t, s).SetPause(ctx, p); err == nil {
+			if err := s.SetPause(ctx, p); err == nil {
 				t.Errorf("SetPause(%+v) = nil; want an error", p)
 			}
 		}
@@ -362,7 +353,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 
 	t.Run("a hold past its TTL, or dated far in the future, is ignored by history and listed as expired", func(t *testing.T) {
 		s := newStore(t)
-		a := admin(t, s)
+		a := s
 		ttl := remediate.DefaultHoldTTL // stores under test use the default TTL
 		old := remediate.Hold{Node: nodeA, Project: project, NodeID: 1, Since: t0, EventID: "user-stop", Reason: "terminated by a user"}
 		forged := remediate.Hold{Node: nodeB, Project: project, NodeID: 2, Since: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), EventID: "forged", Reason: "terminated by a user"}
@@ -395,7 +386,7 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 
 	t.Run("histories answers for many nodes what history answers for each", func(t *testing.T) {
 		s := newStore(t)
-		a := admin(t, s)
+		a := s
 		finish(t, s, nodeA, "h1", t0)
 		mustClaim(t, s, req(nodeB, "h2", t0.Add(time.Hour)))
 		x := mustClaim(t, s, req(nodeX, "h3", t0.Add(time.Hour)))

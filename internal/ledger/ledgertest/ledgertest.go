@@ -17,12 +17,15 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
 // NewStore returns a fresh, empty store for one subtest. Stores must use the
-// default clock (time.Now) for event expiry.
-type NewStore func(t *testing.T) remediate.Store
+// default clock (time.Now) for event expiry. A store is the whole ledger
+// (ledger.Admin: the Store, the follower lease, the batched read, pauses):
+// no part of the contract is found by type assertion.
+type NewStore func(t *testing.T) ledger.Admin
 
 // Options tune the suite for slower stores.
 type Options struct {
@@ -30,7 +33,7 @@ type Options struct {
 	Claimants int
 	// NewClaimant, when set, returns the store a racing goroutine uses
 	// (e.g. one with its own client over the same database as base).
-	NewClaimant func(t *testing.T, base remediate.Store) remediate.Store
+	NewClaimant func(t *testing.T, base ledger.Admin) ledger.Admin
 	// StormClaims is how many distinct nodes of one zone claim at once in
 	// the storm breaker test (default 500), against StormLimit (default
 	// remediate.DefaultBreakerLimit).
