@@ -1,0 +1,151 @@
+package remediate_test
+
+// Tests written for the survivors of the mutation check (docs/testing.md,
+// "Mutation check"; bench/mutate): each fails with its mutation applied and
+// passes without it.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+)
+
+var mkT0 = time.Date(2026, 11, 20, 4, 0, 0, 0, time.UTC)
+
+func mkNode(state, health string) *tpu.Node {
+	return &tpu.Node{
+		Name:   "projects/acme-ml/locations/us-central2-b/nodes/llm-v4-128",
+		Id:     42,
+		State:  state,
+		Health: health,
+		Labels: map[string]string{"tpu-autoheal": "enabled"},
+	}
+}
+
+func mkSweep() events.Event {
+	return events.Event{Node: events.NodeRef{Project: "acme-ml", Zone: "us-central2-b", Node: "llm-v4-128"}}
+}
+
+// An unhealthy node looked at again before its grace is up keeps the time
+// its condition started: each look must not restart the grace, or a node
+// looked at more often than the grace is deferred for ever (mutation P06).
+func TestDeferralKeepsWhenTheConditionStarted(t *testing.T) {
+	cfg := remediate.DefaultConfig() // UnhealthyGrace 10 min
+	since := mkT0
+	hist := remediate.History{Deferral: &remediate.Deferral{
+		Node: "projects/acme-ml/locations/us-central2-b/nodes/llm-v4-128", Project: "acme-ml",
+		Since: since, Due: since.Add(cfg.UnhealthyGrace), Reason: "READY but TIMEOUT",
+	}}
+	obs := remediate.Observed{Node: mkNode("READY", "TIMEOUT")}
+
+	look := since.Add(4 * time.Minute)
+	d := remediate.Decide(mkSweep(), obs, hist, look, cfg)
+	if d.Action != remediate.ActionDefer {
+		t.Fatalf("look at +4 min = %s %q, want defer (grace 10 min)", d.Action, d.Reason)
+	}
+	if d.Deferral == nil || !d.Deferral.Since.Equal(since) {
+		t.Fatalf("deferral written at +4 min = %+v, want Since %s (when the condition started)", d.Deferral, since)
+	}
+
+	// The deferral as the ledger now holds it, looked at past the grace.
+	hist.Deferral = d.Deferral
+	d = remediate.Decide(mkSweep(), obs, hist, since.Add(cfg.UnhealthyGrace+time.Minute), cfg)
+	if d.Action != remediate.ActionRecreate {
+		t.Errorf("look at +11 min after a look at +4 min = %s %q, want recreate (unhealthy past the grace)", d.Action, d.Reason)
+	}
+}
+
+// failingHolds fails SetHold, as a ledger outage would.
+type failingHolds struct{ remediate.Store }
+
+func (failingHolds) SetHold(context.Context, remediate.Hold) error {
+	return errors.New("firestore: unavailable")
+}
+
+// A person's terminate whose hold cannot be written is not acknowledged:
+// Handle returns the transient failure so Pub/Sub redelivers it, and the
+// event is not marked handled, else the hold is lost and a later sweep
+// undoes the person's terminate (mutation I03).
+func TestAHoldTheLedgerFailedToWriteIsRetried(t *testing.T) {
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	e.h.Store = failingHolds{e.store}
+	ev := terminate("user-1")
+	ev.Cause = events.CauseUser
+	r, err := e.h.Handle(context.Background(), ev)
+	if err == nil {
+		t.Fatalf("Handle(user terminate, SetHold failing) = %s %q, nil; want a transient error (redelivered)", r.Action, r.Reason)
+	}
+	var ae *remediate.ActError
+	if !errors.As(err, &ae) || !ae.Transient || !strings.Contains(err.Error(), "set hold") {
+		t.Errorf("Handle error = %v; want a transient ledger error naming the hold", err)
+	}
+	h, herr := e.store.History(context.Background(), nodeName, project, remediate.EventKey(ev), e.clock.Now(), time.Hour)
+	if herr != nil {
+		t.Fatal(herr)
+	}
+	if h.EventSeen {
+		t.Error("the event is marked handled although its hold was not written: the redelivery would be skipped")
+	}
+	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0})
+}
+
+// Two slices of one multislice queued resource, each terminated: the queued
+// resource is reset once for the incident, not once per slice. The one
+// reset is marked in the ledger under the queued resource's name
+// (mutation I06: keyed by the node, each slice got its own reset).
+func TestASecondSliceFindsTheResetMarkedForTheQueuedResource(t *testing.T) {
+	a, b := fullNode("TERMINATED"), fullNode("TERMINATED")
+	a.QueuedResource, b.QueuedResource = qrName, qrName
+	b.Name, b.Id = nodeName+"-b", a.Id+1
+	q := &tpu.QueuedResource{
+		Name:  qrName,
+		State: &tpu.QueuedResourceState{State: "ACTIVE"},
+		Tpu: &tpu.Tpu{NodeSpec: []*tpu.NodeSpec{
+			{Parent: "projects/acme-ml/locations/us-central2-b", NodeId: nodeID, Node: userSpec(t, fullNode("TERMINATED"))},
+			{Parent: "projects/acme-ml/locations/us-central2-b", NodeId: nodeID + "-b", Node: userSpec(t, fullNode("TERMINATED"))},
+		}},
+	}
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{a, b}, QueuedResources: []*tpu.QueuedResource{q}})
+	first, err := e.h.Handle(context.Background(), terminate("slice-a"))
+	if err != nil || first.Action != remediate.ActionReset {
+		t.Fatalf("Handle(slice a) = %s %q, %v; want reset", first.Action, first.Reason, err)
+	}
+	evB := terminate("slice-b")
+	evB.Node.Node = nodeID + "-b"
+	second, err := e.h.Handle(context.Background(), evB)
+	if err != nil {
+		t.Fatalf("Handle(slice b): %v", err)
+	}
+	if c := e.fake.Count("queuedResources.reset", ""); c != 1 {
+		t.Errorf("queued resource resets = %d after both slices' terminates (second: %s %q), want 1", c, second.Action, second.Reason)
+	}
+}
+
+// Cloud Logging's identity of an entry is insertId, timestamp and logName:
+// two projects' entries with the same insertId and timestamp are two
+// events, each handled (mutation I07: the key without the log name made the
+// second "already handled").
+func TestSameInsertIDInTwoProjectsIsTwoEvents(t *testing.T) {
+	other := fullNode("TERMINATED")
+	other.Name, other.Id = "projects/other-ml/locations/us-central2-b/nodes/llm-v4-128", 99
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED"), other}})
+	ev := terminate("shared-id")
+	ev.LogName = events.AuditLogName(project, events.LogSystemEvent)
+	evOther := ev
+	evOther.Node.Project = "other-ml"
+	evOther.LogName = events.AuditLogName("other-ml", events.LogSystemEvent)
+	for _, x := range []events.Event{ev, evOther} {
+		r, err := e.h.Handle(context.Background(), x)
+		if err != nil || r.Action != remediate.ActionRecreate {
+			t.Errorf("Handle(%s in %s) = %s %q, %v; want recreate (a distinct entry)", x.InsertID, x.Node.Project, r.Action, r.Reason, err)
+		}
+	}
+}
