@@ -9,10 +9,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/function"
+	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
@@ -59,5 +61,59 @@ func TestEvidenceTheLedgerFailedToKeepIsRedelivered(t *testing.T) {
 	}
 	if store.calls == 0 {
 		t.Error("KeepEvidence was never called: the test did not reach the evidence path")
+	}
+}
+
+// followSpy counts the follows the function starts: a follow run first
+// clears the pending kick (remediate.Handler.Follow).
+type followSpy struct {
+	*ledger.Memory
+	mu      sync.Mutex
+	follows int
+}
+
+func (s *followSpy) ClearKick(ctx context.Context) error {
+	s.mu.Lock()
+	s.follows++
+	s.mu.Unlock()
+	return s.Memory.ClearKick(ctx)
+}
+
+func (s *followSpy) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.follows
+}
+
+// A follow message whose nonce the function never issued, or already took,
+// is acknowledged and not acted on: anyone who can publish to the topic
+// cannot make the function follow (mutation F02: it was counted as ignored
+// and followed anyway).
+func TestAFollowWithAnUnknownOrUsedNonceStartsNoFollow(t *testing.T) {
+	store := &followSpy{Memory: ledger.NewMemory()}
+	fn, _, _, _ := kickFunction(t, &fakeKicker{}, store, nil, map[string]string{"AUTOHEAL_SWEEP_FOLLOW": "2s"})
+	ctx := context.Background()
+	if err := fn.HandleMessage(ctx, pushBody([]byte(events.FollowKick(ledger.NewNonce())))); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.count(); n != 0 {
+		t.Errorf("follows after a kick with an unknown nonce = %d, want 0", n)
+	}
+	nonce := ledger.NewNonce()
+	if err := store.IssueNonce(ctx, nonce, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	kick := pushBody([]byte(events.FollowKick(nonce)))
+	if err := fn.HandleMessage(ctx, kick); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.count(); n != 1 {
+		t.Fatalf("follows after a kick with an issued nonce = %d, want 1", n)
+	}
+	if err := fn.HandleMessage(ctx, kick); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.count(); n != 1 {
+		t.Errorf("follows after the same kick again (nonce used) = %d, want still 1", n)
 	}
 }

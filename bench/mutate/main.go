@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -146,7 +147,7 @@ func try(ctx context.Context, scratch, file string, m Mutation, timeout time.Dur
 	}
 	defer os.WriteFile(path, orig, 0o644)
 
-	args := append([]string{"test", "-count=1", "-short", "-failfast", "-vet=off", "-timeout", timeout.String()}, m.Pkgs...)
+	args := append([]string{"test", "-count=1", "-short", "-failfast", "-vet=off", "-timeout", timeout.String()}, packages(file, m.Pkgs)...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = scratch
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -173,6 +174,19 @@ func try(ctx context.Context, scratch, file string, m Mutation, timeout time.Dur
 		r.KilledBy = killer(out.String())
 	}
 	return r, nil
+}
+
+// packages is the package of file, where the mutation was found, then the
+// packages the list names: code moved to another package is still tested
+// by its own package's tests, and by those the list says own it.
+func packages(file string, listed []string) []string {
+	out := []string{"./" + filepath.ToSlash(filepath.Dir(file))}
+	for _, p := range listed {
+		if p != out[0] && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 var failRE = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)

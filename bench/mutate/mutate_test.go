@@ -100,3 +100,12 @@ func TestParseList(t *testing.T) {
 		}
 	}
 }
+
+// The package the text was found in is tested first, wherever the code
+// moved; the listed packages follow, once each.
+func TestPackagesStartWithWhereTheTextIs(t *testing.T) {
+	got := strings.Join(packages("internal/policy/decide.go", []string{"./internal/remediate", "./internal/policy", "./internal/remediate"}), " ")
+	if want := "./internal/policy ./internal/remediate"; got != want {
+		t.Errorf("packages = %q, want %q", got, want)
+	}
+}

@@ -97,10 +97,27 @@ func TestAHoldTheLedgerFailedToWriteIsRetried(t *testing.T) {
 	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0})
 }
 
-// Two slices of one multislice queued resource, each terminated: the queued
-// resource is reset once for the incident, not once per slice. The one
-// reset is marked in the ledger under the queued resource's name
-// (mutation I06: keyed by the node, each slice got its own reset).
+// resetHook runs hook once, just before the first reset is sent.
+type resetHook struct {
+	remediate.TPU
+	fired bool
+	hook  func()
+}
+
+func (t *resetHook) ResetQueuedResource(ctx context.Context, name string) (string, error) {
+	if !t.fired {
+		t.fired = true
+		t.hook()
+	}
+	return t.TPU.ResetQueuedResource(ctx, name)
+}
+
+// Two slices of one multislice queued resource, both terminated, their
+// recoveries racing: the second claims while the first has marked the
+// incident's one reset but not yet sent it (the queued resource still
+// ACTIVE). The second finds the mark and closes; the queued resource is
+// reset once, not once per slice (mutation I06: the mark keyed by the node
+// gave each slice its own "one reset").
 func TestASecondSliceFindsTheResetMarkedForTheQueuedResource(t *testing.T) {
 	a, b := fullNode("TERMINATED"), fullNode("TERMINATED")
 	a.QueuedResource, b.QueuedResource = qrName, qrName
@@ -114,18 +131,22 @@ func TestASecondSliceFindsTheResetMarkedForTheQueuedResource(t *testing.T) {
 		}},
 	}
 	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{a, b}, QueuedResources: []*tpu.QueuedResource{q}})
+	evB := terminate("slice-b")
+	evB.Node.Node = nodeID + "-b"
+	var second remediate.Record
+	var secondErr error
+	e.h.TPU = &resetHook{TPU: e.h.TPU, hook: func() {
+		second, secondErr = e.h.Handle(context.Background(), evB)
+	}}
 	first, err := e.h.Handle(context.Background(), terminate("slice-a"))
 	if err != nil || first.Action != remediate.ActionReset {
 		t.Fatalf("Handle(slice a) = %s %q, %v; want reset", first.Action, first.Reason, err)
 	}
-	evB := terminate("slice-b")
-	evB.Node.Node = nodeID + "-b"
-	second, err := e.h.Handle(context.Background(), evB)
-	if err != nil {
-		t.Fatalf("Handle(slice b): %v", err)
+	if secondErr != nil || second.Outcome != remediate.OutcomeClosed || !strings.Contains(second.Reason, "reset recently") {
+		t.Errorf("Handle(slice b) while a's reset is marked = %s %s %q, %v; want closed: reset recently by another slice", second.Action, second.Outcome, second.Reason, secondErr)
 	}
 	if c := e.fake.Count("queuedResources.reset", ""); c != 1 {
-		t.Errorf("queued resource resets = %d after both slices' terminates (second: %s %q), want 1", c, second.Action, second.Reason)
+		t.Errorf("queued resource resets = %d, want 1 for the incident", c)
 	}
 }
 
