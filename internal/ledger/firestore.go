@@ -124,7 +124,7 @@ type recoveryDoc struct {
 	NextLookAt     time.Time   `firestore:"nextLookAt"`
 	Failures       int         `firestore:"failures"`
 	PausedMillis   int64       `firestore:"pausedMillis"` // Recovery.Paused
-	// The evidence rule (remediate/evidence.go).
+	// The evidence rule (policy/evidence.go).
 	SentOps          []string  `firestore:"sentOps"`
 	Actors           []string  `firestore:"actors"`
 	DeleteAnswered   bool      `firestore:"deleteAnswered"`
