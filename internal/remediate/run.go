@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 )
@@ -88,7 +87,7 @@ func (h *Handler) describeEnd(rec Recovery, failuresBefore int, r *Record) {
 			}
 		}
 	default:
-		if rec.Failures > failuresBefore || (rec.Failures == failuresBefore && rec.LastError != "" && isExhaustedText(rec)) {
+		if rec.Failures > failuresBefore || (rec.Failures == failuresBefore && rec.LastError != "" && rec.LastKind.Exhausted()) {
 			r.Outcome = OutcomeFailed
 			r.Warnings = append(r.Warnings, rec.LastError)
 		}
@@ -98,22 +97,10 @@ func (h *Handler) describeEnd(rec Recovery, failuresBefore int, r *Record) {
 	}
 }
 
-// isExhaustedText reports whether rec's last failure was a stockout or
-// quota ("(exhausted)": as recoveries saved before the two were told apart
-// say it).
-func isExhaustedText(rec Recovery) bool {
-	for _, k := range []string{KindStockout.String(), KindQuota.String(), "exhausted"} {
-		if strings.Contains(rec.LastError, "("+k+")") {
-			return true
-		}
-	}
-	return false
-}
-
 // sendsCall reports whether an effect is a mutating call whose audit entry
 // will name the process's identity.
 func sendsCall(k EffectKind) bool {
-	return k == EffectDelete || k == EffectCreate || k == EffectReset
+	return k == EffectDelete || k == EffectCreate || k == EffectReset || k == EffectCreateQR || k == EffectDeleteQR
 }
 
 // changed reports whether next differs from rec in anything the ledger
@@ -174,6 +161,8 @@ func (h *Handler) effect(ctx context.Context, rec Recovery, eff Effect, obs *Obs
 			res.Operation = op
 			return op, err
 		})
+	case EffectCreateQR, EffectDeleteQR:
+		res = h.queueEffect(ctx, eff, r) // queue_act.go
 	case EffectMarkReset:
 		first, err := h.Store.MarkEvent(ctx, "reset:"+eff.Target, h.now().Add(resetMarkTTL(h.Config)))
 		res.First, res.Err = first, err
