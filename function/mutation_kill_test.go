@@ -21,7 +21,7 @@ import (
 
 // evidenceOutage fails KeepEvidence, as a Firestore outage would.
 type evidenceOutage struct {
-	remediate.Store
+	function.Ledger
 	calls int
 }
 
@@ -44,7 +44,7 @@ func TestEvidenceTheLedgerFailedToKeepIsRedelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := &evidenceOutage{Store: ledger.NewMemory()}
+	store := &evidenceOutage{Ledger: ledger.NewMemory()}
 	fn, err := function.New(context.Background(), cfg,
 		function.WithDiagnostics(&syncBuffer{}),
 		function.WithTPU(tc),
