@@ -133,6 +133,9 @@ type recoveryDoc struct {
 	GoneAt           time.Time `firestore:"goneAt"`
 	Evidence         string    `firestore:"evidence"` // JSON of the kept entries
 	Stockouts        int       `firestore:"stockouts"`
+	// A zones: fallback's move (remediate/zonemove.go).
+	ZoneMoveNode      string `firestore:"zoneMoveNode"`
+	ZoneMoveStockouts int    `firestore:"zoneMoveStockouts"`
 }
 
 func (d recoveryDoc) fields() map[string]any {
@@ -149,6 +152,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"createSentAt": d.CreateSentAt, "goneAt": d.GoneAt, "evidence": d.Evidence,
 		"stockouts":    d.Stockouts,
 		"pausedMillis": d.PausedMillis,
+		"zoneMoveNode": d.ZoneMoveNode, "zoneMoveStockouts": d.ZoneMoveStockouts,
 	}
 }
 
@@ -179,6 +183,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		SentOps: r.SentOps, Actors: r.Actors, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
 		CreateSentAt: r.CreateSentAt, GoneAt: r.GoneAt, Evidence: evidence,
 		PausedMillis: r.Paused.Milliseconds(),
+		ZoneMoveNode: r.ZoneMoveNode, ZoneMoveStockouts: r.ZoneMoveStockouts,
 	}, nil
 }
 
@@ -202,6 +207,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
 		SentOps: d.SentOps, Actors: d.Actors, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
 		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
+		ZoneMoveNode: d.ZoneMoveNode, ZoneMoveStockouts: d.ZoneMoveStockouts,
 	}, nil
 }
 

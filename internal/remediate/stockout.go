@@ -77,7 +77,7 @@ func refusalOf(rec Recovery, cfg Config) *Refusal {
 		if i < 0 {
 			continue
 		}
-		_, _, zone, _, _ := parseNodeName(rec.Node)
+		_, _, zone, _, _ := parseNodeName(zoneTarget(rec)) // where the create was sent
 		msg := rec.LastError[i+len(mark):]
 		r := &Refusal{Kind: k.String(), Scope: QuotaScope(k, msg), Zone: zone, Message: msg,
 			Stockouts: rec.Stockouts, RetryAt: rec.NextLookAt}

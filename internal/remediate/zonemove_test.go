@@ -1,0 +1,227 @@
+package remediate_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/tpufake"
+)
+
+// zoneMoveEnv is one node, wave-00 in us-central2-b, asking for
+// zones:us-central2-a,us-central2-c (neither a data disk nor a reservation
+// pins it), all three zones watched, and us-central2-b refusing every
+// create for capacity for an hour.
+func zoneMoveEnv(t *testing.T, fallback string) (*env, string) {
+	t.Helper()
+	f, names := waveFleet(1)
+	f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = fallback
+	f.Nodes[0].DataDisks, f.Nodes[0].SchedulingConfig = nil, nil
+	e := newClockedEnv(t, f, tpufake.WithRequestLog(1000))
+	e.h.Config.Zones = []string{zone, "us-central2-a", "us-central2-c"}
+	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(time.Hour)})
+	handleAll(t, e, names)
+	if left, err := e.h.Drain(context.Background(), e.clock.Set, 500); err != nil || left != 0 {
+		t.Fatalf("Drain = %d unfinished, %v", left, err)
+	}
+	return e, names[0]
+}
+
+// createZones is the zone of every create request, in order.
+func createZones(e *env) []string {
+	var zones []string
+	for _, r := range e.fake.Requests() {
+		if r.RPC == "nodes.create" {
+			zones = append(zones, strings.Split(r.Name, "/")[3])
+		}
+	}
+	return zones
+}
+
+// TestZoneFallbackRecreatesInTheSecondZoneAfterKStockouts: a node asking
+// for zones:us-central2-a,us-central2-c whose home zone refuses every
+// create is created three times in its home zone (K=3, the default), then
+// in the first zone of its seeded order (us-central2-c for wave-00 with
+// seed 23), where it recovers. The third stockout's record says it moves,
+// the recovered record says where it went, the ledger keeps the recovery
+// under the home zone's name pointing to the new one, and the home zone
+// holds no node.
+func TestZoneFallbackRecreatesInTheSecondZoneAfterKStockouts(t *testing.T) {
+	e, name := zoneMoveEnv(t, "zones:us-central2-a,us-central2-c")
+	home := fmt.Sprintf("projects/%s/locations/%s/nodes/%s", project, zone, name)
+	const moved = "projects/acme-ml/locations/us-central2-c/nodes/wave-00"
+
+	if got, want := strings.Join(createZones(e), " "), "us-central2-b us-central2-b us-central2-b us-central2-c"; got != want {
+		t.Errorf("creates in %s, want %s", got, want)
+	}
+	var fallbacks []string
+	var last remediate.Record
+	for _, r := range e.records.list() {
+		if r.Refusal != nil {
+			fallbacks = append(fallbacks, r.Refusal.Fallback)
+			if r.Refusal.Zone != zone {
+				t.Errorf("refusal in %s, want %s", r.Refusal.Zone, zone)
+			}
+		}
+		last = r
+	}
+	want := []string{
+		"zones:us-central2-a,us-central2-c: accepted: another zone after 3 stockouts in us-central2-b (1 so far)",
+		"zones:us-central2-a,us-central2-c: accepted: another zone after 3 stockouts in us-central2-b (2 so far)",
+		"zones:us-central2-a,us-central2-c: 3 stockouts in us-central2-b: creating next in us-central2-c",
+	}
+	if strings.Join(fallbacks, "\n") != strings.Join(want, "\n") {
+		t.Errorf("stockout records' fallback:\n%s\nwant\n%s", strings.Join(fallbacks, "\n"), strings.Join(want, "\n"))
+	}
+	if last.Outcome != remediate.OutcomeRecovered || last.ZoneMovedTo != moved || last.Node != home {
+		t.Errorf("last record: node %s outcome %q zoneMovedTo %q; want %s recovered, moved to %s", last.Node, last.Outcome, last.ZoneMovedTo, home, moved)
+	}
+
+	h, err := e.store.History(context.Background(), home, project, "", e.clock.Now(), 24*time.Hour)
+	if err != nil || h.Recovery == nil {
+		t.Fatalf("History(%s) = %+v, %v; want the recovery", home, h, err)
+	}
+	if r := h.Recovery; r.Phase != remediate.PhaseRecovered || r.ZoneMoveNode != moved || r.Stockouts != 3 || r.ZoneMoveStockouts != 3 {
+		t.Errorf("home recovery: phase %s, zoneMoveNode %q, stockouts %d/%d; want recovered, %s, 3/3", r.Phase, r.ZoneMoveNode, r.Stockouts, r.ZoneMoveStockouts, moved)
+	}
+	if h, _ := e.store.History(context.Background(), moved, project, "", e.clock.Now(), 24*time.Hour); h.Recovery != nil {
+		t.Errorf("a recovery under %s too: %+v; want only the home zone's", moved, *h.Recovery)
+	}
+	var nodes []string
+	for _, n := range e.fake.Fleet().Nodes {
+		nodes = append(nodes, n.Name+" "+n.State+" gen="+n.Labels[remediate.GenerationLabel])
+	}
+	if got, want := strings.Join(nodes, ", "), moved+" READY gen=1"; got != want {
+		t.Errorf("fleet %s, want %s", got, want)
+	}
+}
+
+// TestZoneFallbackNextIncidentStartsWhereTheNodeIs: once moved, the node's
+// next incident is about the node where it is: it is recreated there, under
+// that zone's name, and the home zone's recovery is left as it ended.
+func TestZoneFallbackNextIncidentStartsWhereTheNodeIs(t *testing.T) {
+	e, _ := zoneMoveEnv(t, "zones:us-central2-a,us-central2-c")
+	const moved = "projects/acme-ml/locations/us-central2-c/nodes/wave-00"
+	n := e.fake.Fleet().Nodes[0]
+	n.State = "PREEMPTED"
+	e.fake.SetNode(n)
+	e.clock.Set(e.clock.Now().Add(2 * time.Hour)) // past the cooldown
+	ev := events.Event{InsertID: "next-incident", Time: e.clock.Now(), Method: events.MethodTerminate,
+		Node: events.NodeRef{Project: project, Zone: "us-central2-c", Node: "wave-00"}, Cause: events.CausePreemption}
+	if _, err := e.h.Handle(context.Background(), ev); err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	if left, err := e.h.Drain(context.Background(), e.clock.Set, 100); err != nil || left != 0 {
+		t.Fatalf("Drain = %d unfinished, %v", left, err)
+	}
+	if got, want := strings.Join(createZones(e), " "), "us-central2-b us-central2-b us-central2-b us-central2-c us-central2-c"; got != want {
+		t.Errorf("creates in %s, want %s", got, want)
+	}
+	h, err := e.store.History(context.Background(), moved, project, "", e.clock.Now(), 24*time.Hour)
+	if err != nil || h.Recovery == nil {
+		t.Fatalf("History(%s) = %+v, %v; want the second incident's recovery", moved, h, err)
+	}
+	if r := h.Recovery; r.Phase != remediate.PhaseRecovered || r.ZoneMoveNode != "" || r.Stockouts != 0 {
+		t.Errorf("second recovery: phase %s, zoneMoveNode %q, stockouts %d; want recovered where it is, no move, no stockout", r.Phase, r.ZoneMoveNode, r.Stockouts)
+	}
+	home := "projects/acme-ml/locations/us-central2-b/nodes/wave-00"
+	if h, _ := e.store.History(context.Background(), home, project, "", e.clock.Now(), 24*time.Hour); h.Recovery == nil || h.Recovery.ZoneMoveNode != moved {
+		t.Errorf("home recovery %+v, want it kept, pointing to %s", h.Recovery, moved)
+	}
+	if nodes := e.fake.Fleet().Nodes; len(nodes) != 1 || nodes[0].Name != moved || nodes[0].State != "READY" {
+		t.Errorf("fleet %+v, want %s READY alone", nodes, moved)
+	}
+}
+
+// TestZoneFallbackRefusedStaysHome: a zones: fallback the node cannot use
+// is refused with a record on every stockout, and every create stays in
+// the home zone, more than K times.
+func TestZoneFallbackRefusedStaysHome(t *testing.T) {
+	for _, tt := range []struct {
+		name, fallback string
+		edit           func(e *env)
+		want           string
+	}{
+		{"a zone of another region", "zones:europe-west4-a", nil,
+			"zones: refused: europe-west4-a is in region europe-west4, not the node's region us-central2 (same region only): waiting in us-central2-b"},
+		{"a zone not in AUTOHEAL_ZONES", "zones:us-central2-d", nil,
+			"zones: refused: us-central2-d is not in AUTOHEAL_ZONES (us-central2-b,us-central2-a,us-central2-c): waiting in us-central2-b"},
+		{"zonal data disks", "zones:us-central2-a", func(e *env) {
+			n := e.fake.Fleet().Nodes[0]
+			n.DataDisks = fullNode("TERMINATED").DataDisks
+			e.fake.SetNode(n)
+		}, "zones: refused: its spec attaches zonal data disks (pinned to us-central2-b): waiting in us-central2-b"},
+		{"a reservation", "zones:us-central2-a", func(e *env) {
+			n := e.fake.Fleet().Nodes[0]
+			n.SchedulingConfig = fullNode("TERMINATED").SchedulingConfig
+			e.fake.SetNode(n)
+		}, "zones: refused: its spec creates it under a reservation (pinned to us-central2-b): waiting in us-central2-b"},
+		{"only the home zone listed", "zones:us-central2-b", nil,
+			"zones:us-central2-b: no zone but us-central2-b listed: waiting in us-central2-b"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, names := waveFleet(1)
+			f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = tt.fallback
+			f.Nodes[0].DataDisks, f.Nodes[0].SchedulingConfig = nil, nil
+			e := newClockedEnv(t, f, tpufake.WithRequestLog(1000))
+			e.h.Config.Zones = []string{zone, "us-central2-a", "us-central2-c"}
+			if tt.edit != nil {
+				tt.edit(e)
+			}
+			e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(20 * time.Minute)})
+			handleAll(t, e, names)
+			if left, err := e.h.Drain(context.Background(), e.clock.Set, 500); err != nil || left != 0 {
+				t.Fatalf("Drain = %d unfinished, %v", left, err)
+			}
+			refusals := 0
+			for _, r := range e.records.list() {
+				if r.Refusal == nil {
+					if r.ZoneMovedTo != "" {
+						t.Errorf("record says moved to %s", r.ZoneMovedTo)
+					}
+					continue
+				}
+				refusals++
+				if r.Refusal.Fallback != tt.want {
+					t.Errorf("fallback %q\nwant     %q", r.Refusal.Fallback, tt.want)
+				}
+			}
+			// 20 minutes of stockouts: back-offs of 1–2, 2–4, 4–8 and
+			// 7.5–15 min reach past it only after the fourth.
+			if refusals < 4 {
+				t.Errorf("%d stockout records, want at least 4 (more than K=3)", refusals)
+			}
+			for _, z := range createZones(e) {
+				if z != zone {
+					t.Errorf("a create in %s, want only %s", z, zone)
+				}
+			}
+			if n := e.fake.Fleet().Nodes[0]; n.State != "READY" || !strings.Contains(n.Name, "/"+zone+"/") {
+				t.Errorf("node %s %s, want READY in %s", n.Name, n.State, zone)
+			}
+		})
+	}
+}
+
+// TestZoneFallbackAfterKFromConfig: AUTOHEAL_STOCKOUT_ZONE_AFTER (here 1)
+// is how many stockouts the home zone takes before the move.
+func TestZoneFallbackAfterKFromConfig(t *testing.T) {
+	f, names := waveFleet(1)
+	f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = "zones:us-central2-a"
+	f.Nodes[0].DataDisks, f.Nodes[0].SchedulingConfig = nil, nil
+	e := newClockedEnv(t, f, tpufake.WithRequestLog(1000))
+	e.h.Config.Zones = []string{zone, "us-central2-a"}
+	e.h.Config.StockoutZoneAfter = 1
+	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(time.Hour)})
+	handleAll(t, e, names)
+	if left, err := e.h.Drain(context.Background(), e.clock.Set, 500); err != nil || left != 0 {
+		t.Fatalf("Drain = %d unfinished, %v", left, err)
+	}
+	if got, want := strings.Join(createZones(e), " "), "us-central2-b us-central2-a"; got != want {
+		t.Errorf("creates in %s, want %s", got, want)
+	}
+}
