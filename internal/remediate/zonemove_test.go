@@ -1,6 +1,7 @@
 package remediate_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -8,7 +9,9 @@ import (
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/report"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
 
@@ -91,6 +94,35 @@ func TestZoneFallbackRecreatesInTheSecondZoneAfterKStockouts(t *testing.T) {
 	if h, _ := e.store.History(context.Background(), moved, project, "", e.clock.Now(), 24*time.Hour); h.Recovery != nil {
 		t.Errorf("a recovery under %s too: %+v; want only the home zone's", moved, *h.Recovery)
 	}
+	// The report, from the records as written: the incident says where
+	// the node went.
+	var lines []byte
+	for _, r := range e.records.list() {
+		b, err := record.StdoutLine(r, "tpu-autoheal", "", "", func() time.Time { return r.Time })
+		if err != nil {
+			t.Fatalf("StdoutLine: %v", err)
+		}
+		lines = append(lines, b...)
+	}
+	recs, err := report.ReadAll(lines)
+	if err != nil {
+		t.Fatalf("report.ReadAll: %v", err)
+	}
+	incs := report.Group(recs)
+	if len(incs) != 1 || incs[0].ZoneMovedTo != moved || incs[0].Node != home || incs[0].Outcome != "recreated" {
+		t.Fatalf("incidents %+v, want one of %s, recreated, moved to %s", incs, home, moved)
+	}
+	var text bytes.Buffer
+	if err := report.WriteText(&text, incs, report.Summarize(incs)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "wave-00 was created in another zone (autoheal-stockout zones:): now " + moved + "\n"; !strings.Contains(text.String(), want) {
+		t.Errorf("report text:\n%s\nwant it to say %q", text.String(), want)
+	}
+	if got := report.JSONOf(incs[0]).ZoneMovedTo; got != moved {
+		t.Errorf("report JSON zoneMovedTo %q, want %s", got, moved)
+	}
+
 	var nodes []string
 	for _, n := range e.fake.Fleet().Nodes {
 		nodes = append(nodes, n.Name+" "+n.State+" gen="+n.Labels[remediate.GenerationLabel])
@@ -223,5 +255,61 @@ func TestZoneFallbackAfterKFromConfig(t *testing.T) {
 	}
 	if got, want := strings.Join(createZones(e), " "), "us-central2-b us-central2-a"; got != want {
 		t.Errorf("creates in %s, want %s", got, want)
+	}
+}
+
+// TestZoneFallbackWaveSpreadsOverTheListedZones: a wave of 32 nodes asking
+// for zones:us-central2-a,us-central2-c while their home zone has no
+// capacity for an hour is recreated in both zones (each node's order is
+// its own), every node exactly once, with its creates there spread out (no
+// second of the clock sees more than 4), all within the hour.
+func TestZoneFallbackWaveSpreadsOverTheListedZones(t *testing.T) {
+	const n = 32
+	f, names := waveFleet(n)
+	for _, node := range f.Nodes {
+		node.Metadata[remediate.StockoutMetadataKey] = "zones:us-central2-a,us-central2-c"
+		node.DataDisks, node.SchedulingConfig = nil, nil
+	}
+	e := newClockedEnv(t, f, tpufake.WithRequestLog(10000))
+	e.h.Config.Zones = []string{zone, "us-central2-a", "us-central2-c"}
+	outage := start.Add(time.Hour)
+	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: outage})
+	handleAll(t, e, names)
+	if left, err := e.h.Drain(context.Background(), e.clock.Set, 5000); err != nil || left != 0 {
+		t.Fatalf("Drain = %d unfinished, %v", left, err)
+	}
+	perZone := map[string]int{}
+	names32 := map[string]int{}
+	for _, node := range e.fake.Fleet().Nodes {
+		p := strings.Split(node.Name, "/")
+		perZone[p[3]]++
+		names32[p[5]]++
+		if node.State != "READY" {
+			t.Errorf("%s %s, want READY", node.Name, node.State)
+		}
+	}
+	if len(names32) != n || len(e.fake.Fleet().Nodes) != n {
+		t.Errorf("%d nodes of %d names, want %d nodes, one per name", len(e.fake.Fleet().Nodes), len(names32), n)
+	}
+	t.Logf("nodes per zone after the wave (seed 23): %v", perZone)
+	if perZone[zone] != 0 || perZone["us-central2-a"] != 17 || perZone["us-central2-c"] != 15 {
+		t.Errorf("nodes per zone %v, want us-central2-a 17, us-central2-c 15 (seed 23), none at home", perZone)
+	}
+	perSecond := map[int64]int{}
+	worst := 0
+	var last time.Time
+	for _, r := range e.fake.Requests() {
+		if r.RPC != "nodes.create" || strings.Contains(r.Name, "/"+zone+"/") {
+			continue
+		}
+		perSecond[r.Time.Unix()]++
+		worst = max(worst, perSecond[r.Time.Unix()])
+		if r.Time.After(last) {
+			last = r.Time
+		}
+	}
+	t.Logf("creates in the other zones: at most %d in one second, the last at +%s", worst, last.Sub(start))
+	if worst > 4 || !last.Before(outage) {
+		t.Errorf("creates elsewhere: %d in one second, the last at %s; want at most 4, before %s", worst, last, outage)
 	}
 }
