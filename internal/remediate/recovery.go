@@ -181,7 +181,7 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 		rec = next
 		spec, warnings := createSpec(rec.Spec, rec.Generation, cfg)
 		rec.Phase, rec.CreateOp, rec.CreateSentAt, rec.GoneAt = PhaseCreating, "", now, time.Time{}
-		return rec, Effect{Kind: EffectCreate, Target: zoneTarget(rec), Spec: spec, Warnings: warnings}
+		return rec, Effect{Kind: EffectCreate, Target: zoneTarget(rec), Spec: zoneMoveSpec(rec, spec), Warnings: warnings}
 
 	case PhaseCreating:
 		return advanceCreating(rec, obs, res, now, cfg)

@@ -1,9 +1,12 @@
 package remediate
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
+
+	tpu "google.golang.org/api/tpu/v2"
 )
 
 // This file carries out the zones: fallback of metadata autoheal-stockout:
@@ -145,4 +148,50 @@ func describeZoneMove(rec Recovery, f Fallback, cfg Config) string {
 		return fmt.Sprintf("%s: no zone but %s listed: waiting in %s", head, at, at)
 	}
 	return fmt.Sprintf("%s: accepted: another zone after %d stockouts in %s (%d so far)", head, stockoutZoneAfter(cfg), at, zoneStockouts(rec))
+}
+
+// ZoneMoveLabel is the label a node created in another zone by a zones:
+// fallback carries: the zone of the recovery that moved it (the home zone,
+// whose ledger key holds that recovery). A decision about the moved node
+// reads that recovery first (zoneMoveGuard); a node created where its
+// recovery is keyed carries none.
+const ZoneMoveLabel = "tpu-autoheal-moved-from"
+
+// zoneMoveSpec labels spec (createSpec's copy) with the zone it moves from,
+// or clears an earlier move's label when rec creates it where it is keyed.
+func zoneMoveSpec(rec Recovery, spec *tpu.Node) *tpu.Node {
+	if spec == nil || spec.Labels == nil {
+		return spec
+	}
+	delete(spec.Labels, ZoneMoveLabel)
+	if rec.ZoneMoveNode != "" {
+		spec.Labels[ZoneMoveLabel] = zoneOf(rec.Node)
+	}
+	return spec
+}
+
+// zoneMoveGuard: a node a zones: fallback created is the moving
+// recovery's, under the home zone's key, until that recovery ends. A
+// claim of it under its own name (a sweep of its new zone seeing it still
+// CREATING or booting past a grace, an event about it) is skipped while
+// the home recovery is unfinished and points to it. One ledger read, only
+// for a node that carries ZoneMoveLabel.
+func (h *Handler) zoneMoveGuard(ctx context.Context, name string, obs Observed, d Decision, now time.Time) (Decision, error) {
+	if !d.Claim || obs.Node == nil {
+		return d, nil
+	}
+	from := obs.Node.Labels[ZoneMoveLabel]
+	if from == "" || from == zoneOf(name) {
+		return d, nil
+	}
+	home := nodeInZone(name, from)
+	_, project, _, _, _ := parseNodeName(name)
+	hist, err := h.Store.History(ctx, home, project, "", now, h.Config.Window)
+	if err != nil {
+		return d, err
+	}
+	if r := hist.Recovery; r != nil && r.Unfinished() && r.ZoneMoveNode == name {
+		return Decision{Action: ActionSkip, Reason: fmt.Sprintf("recovery in flight: %s gen %d (%s) moved it here from %s", home, r.Generation, r.Phase, from)}, nil
+	}
+	return d, nil
 }

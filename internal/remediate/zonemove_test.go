@@ -130,6 +130,9 @@ func TestZoneFallbackRecreatesInTheSecondZoneAfterKStockouts(t *testing.T) {
 	if got, want := strings.Join(nodes, ", "), moved+" READY gen=1"; got != want {
 		t.Errorf("fleet %s, want %s", got, want)
 	}
+	if got := e.fake.Fleet().Nodes[0].Labels[remediate.ZoneMoveLabel]; got != zone {
+		t.Errorf("moved node's label %s=%q, want %s", remediate.ZoneMoveLabel, got, zone)
+	}
 }
 
 // TestZoneFallbackNextIncidentStartsWhereTheNodeIs: once moved, the node's
@@ -166,6 +169,49 @@ func TestZoneFallbackNextIncidentStartsWhereTheNodeIs(t *testing.T) {
 	}
 	if nodes := e.fake.Fleet().Nodes; len(nodes) != 1 || nodes[0].Name != moved || nodes[0].State != "READY" {
 		t.Errorf("fleet %+v, want %s READY alone", nodes, moved)
+	} else if l, ok := nodes[0].Labels[remediate.ZoneMoveLabel]; ok {
+		t.Errorf("recreated where it is, still labelled %s=%s; want the label gone", remediate.ZoneMoveLabel, l)
+	}
+}
+
+// TestZoneMovedNodeIsTheHomeRecoverysWhileItRuns: while the recovery that
+// moved a node is unfinished, a decision about the moved node under its
+// own name (here a preemption of it while the home recovery waits for it)
+// is skipped as a recovery in flight: one node is never recovered by two
+// recoveries under two keys.
+func TestZoneMovedNodeIsTheHomeRecoverysWhileItRuns(t *testing.T) {
+	const home = "projects/acme-ml/locations/us-central2-b/nodes/wave-00"
+	const moved = "projects/acme-ml/locations/us-central2-c/nodes/wave-00"
+	f, _ := waveFleet(1)
+	f.Nodes[0].Name, f.Nodes[0].State = moved, "PREEMPTED"
+	f.Nodes[0].Labels[remediate.ZoneMoveLabel] = zone
+	f.Nodes[0].Labels[remediate.GenerationLabel] = "1"
+	e := newClockedEnv(t, f, tpufake.WithRequestLog(1000))
+	ctx := context.Background()
+	rec, err := e.store.Claim(ctx, remediate.ClaimRequest{Node: home, Project: project, Zone: zone, Holder: "other", Now: start,
+		Action: remediate.ActionRecreate, Config: e.h.Config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Phase, rec.DeleteSent, rec.Stockouts, rec.ZoneMoveNode, rec.ZoneMoveStockouts = remediate.PhaseCreated, true, 3, moved, 3
+	rec.NextLookAt = start.Add(time.Hour)
+	if err := e.store.Update(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	ev := events.Event{InsertID: "moved-preempted", Time: start, Method: events.MethodTerminate,
+		Node: events.NodeRef{Project: project, Zone: "us-central2-c", Node: "wave-00"}, Cause: events.CausePreemption}
+	r, err := e.h.Handle(ctx, ev)
+	if err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	if want := "recovery in flight: " + home + " gen 1 (created) moved it here from us-central2-b"; r.Action != remediate.ActionSkip || r.Reason != want {
+		t.Errorf("record %s %q, want skip %q", r.Action, r.Reason, want)
+	}
+	if h, _ := e.store.History(ctx, moved, project, "", start, 24*time.Hour); h.Recovery != nil {
+		t.Errorf("a recovery under %s: %+v; want none", moved, *h.Recovery)
+	}
+	if got := e.fake.Count("nodes.delete", moved) + e.fake.Count("nodes.create", moved); got != 0 {
+		t.Errorf("%d deletes and creates of %s, want none", got, moved)
 	}
 }
 
