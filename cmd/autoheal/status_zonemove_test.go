@@ -27,14 +27,7 @@ func TestStatusSaysWhereAZoneMoveSentTheNode(t *testing.T) {
 	if err := m.Update(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runLedgerCmd(t, "status", "--format", "json", "--ledger-project", "host-proj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep statusReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("status JSON: %v\n%s", err, out)
-	}
+	rep := statusJSON(t)
 	if len(rep.Unfinished) != 1 || rep.Unfinished[0].Node != cliNode || rep.Unfinished[0].ZoneMovedTo != moved {
 		t.Errorf("unfinished %+v, want %s moved to %s", rep.Unfinished, cliNode, moved)
 	}
@@ -46,4 +39,18 @@ func TestStatusSaysWhereAZoneMoveSentTheNode(t *testing.T) {
 	if err != nil || !strings.Contains(node, "spec saved: false, moved to "+moved) {
 		t.Errorf("status --node = %q, %v; want it to say moved to %s", node, err, moved)
 	}
+}
+
+// statusJSON runs autoheal status --format json on the test's ledger.
+func statusJSON(t *testing.T) statusReport {
+	t.Helper()
+	out, err := runLedgerCmd(t, "status", "--format", "json", "--ledger-project", "host-proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("status JSON: %v\n%s", err, out)
+	}
+	return rep
 }

@@ -15,23 +15,36 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
 
-// zoneMoveEnv is one node, wave-00 in us-central2-b, asking for
-// zones:us-central2-a,us-central2-c (neither a data disk nor a reservation
-// pins it), all three zones watched, and us-central2-b refusing every
-// create for capacity for an hour.
-func zoneMoveEnv(t *testing.T, fallback string) (*env, string) {
+// fallbackEnv is one node, wave-00 in us-central2-b, asking for fallback
+// (neither a data disk nor a reservation pins it unless edit adds one),
+// with us-central2-b, -a and -c watched, K = k (0: the default), and
+// us-central2-b refusing every create for capacity for outage, run until
+// every recovery ended.
+func fallbackEnv(t *testing.T, fallback string, k int, outage time.Duration, edit func(*env)) *env {
 	t.Helper()
 	f, names := waveFleet(1)
 	f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = fallback
 	f.Nodes[0].DataDisks, f.Nodes[0].SchedulingConfig = nil, nil
 	e := newClockedEnv(t, f, tpufake.WithRequestLog(1000))
 	e.h.Config.Zones = []string{zone, "us-central2-a", "us-central2-c"}
-	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(time.Hour)})
+	if k > 0 {
+		e.h.Config.StockoutZoneAfter = k
+	}
+	if edit != nil {
+		edit(e)
+	}
+	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(outage)})
 	handleAll(t, e, names)
 	if left, err := e.h.Drain(context.Background(), e.clock.Set, 500); err != nil || left != 0 {
 		t.Fatalf("Drain = %d unfinished, %v", left, err)
 	}
-	return e, names[0]
+	return e
+}
+
+// zoneMoveEnv is fallbackEnv with an hour's outage: wave-00 moves.
+func zoneMoveEnv(t *testing.T, fallback string) (*env, string) {
+	t.Helper()
+	return fallbackEnv(t, fallback, 0, time.Hour, nil), "wave-00"
 }
 
 // createZones is the zone of every create request, in order.
@@ -242,19 +255,7 @@ func TestZoneFallbackRefusedStaysHome(t *testing.T) {
 			"zones:us-central2-b: no zone but us-central2-b listed: waiting in us-central2-b"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f, names := waveFleet(1)
-			f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = tt.fallback
-			f.Nodes[0].DataDisks, f.Nodes[0].SchedulingConfig = nil, nil
-			e := newClockedEnv(t, f, tpufake.WithRequestLog(1000))
-			e.h.Config.Zones = []string{zone, "us-central2-a", "us-central2-c"}
-			if tt.edit != nil {
-				tt.edit(e)
-			}
-			e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(20 * time.Minute)})
-			handleAll(t, e, names)
-			if left, err := e.h.Drain(context.Background(), e.clock.Set, 500); err != nil || left != 0 {
-				t.Fatalf("Drain = %d unfinished, %v", left, err)
-			}
+			e := fallbackEnv(t, tt.fallback, 0, 20*time.Minute, tt.edit)
 			refusals := 0
 			for _, r := range e.records.list() {
 				if r.Refusal == nil {
@@ -288,17 +289,7 @@ func TestZoneFallbackRefusedStaysHome(t *testing.T) {
 // TestZoneFallbackAfterKFromConfig: AUTOHEAL_STOCKOUT_ZONE_AFTER (here 1)
 // is how many stockouts the home zone takes before the move.
 func TestZoneFallbackAfterKFromConfig(t *testing.T) {
-	f, names := waveFleet(1)
-	f.Nodes[0].Metadata[remediate.StockoutMetadataKey] = "zones:us-central2-a"
-	f.Nodes[0].DataDisks, f.Nodes[0].SchedulingConfig = nil, nil
-	e := newClockedEnv(t, f, tpufake.WithRequestLog(1000))
-	e.h.Config.Zones = []string{zone, "us-central2-a"}
-	e.h.Config.StockoutZoneAfter = 1
-	e.fake.Fail(tpufake.FailRule{RPC: "operation:nodes.create", Zone: zone, Status: "RESOURCE_EXHAUSTED", Until: start.Add(time.Hour)})
-	handleAll(t, e, names)
-	if left, err := e.h.Drain(context.Background(), e.clock.Set, 500); err != nil || left != 0 {
-		t.Fatalf("Drain = %d unfinished, %v", left, err)
-	}
+	e := fallbackEnv(t, "zones:us-central2-a", 1, time.Hour, nil)
 	if got, want := strings.Join(createZones(e), " "), "us-central2-b us-central2-a"; got != want {
 		t.Errorf("creates in %s, want %s", got, want)
 	}
