@@ -195,3 +195,21 @@ func (h *Handler) zoneMoveGuard(ctx context.Context, name string, obs Observed, 
 	}
 	return d, nil
 }
+
+// zoneMoveHomes are the home names of the unfinished recoveries a zones:
+// fallback moved to node: an admin-activity entry about the moved node (a
+// person's delete of it) is their evidence, kept under the home key. Read
+// only for an entry that no recovery of node's own name kept.
+func (h *Handler) zoneMoveHomes(ctx context.Context, node string) ([]string, error) {
+	recs, err := h.Store.Unfinished(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var homes []string
+	for _, r := range recs {
+		if r.ZoneMoveNode == node {
+			homes = append(homes, r.Node)
+		}
+	}
+	return homes, nil
+}

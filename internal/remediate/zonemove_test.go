@@ -350,3 +350,52 @@ func TestZoneFallbackWaveSpreadsOverTheListedZones(t *testing.T) {
 		t.Errorf("creates elsewhere: %d in one second, the last at %s; want at most 4, before %s", worst, last, outage)
 	}
 }
+
+// TestZoneMovedNodeDeletedByAPersonIsNamed: a person's delete of the node
+// a zones: fallback created elsewhere (their admin-activity entry names
+// the moved node) is kept as the home recovery's evidence: the recovery
+// closes naming them and never creates the node again.
+func TestZoneMovedNodeDeletedByAPersonIsNamed(t *testing.T) {
+	const home = "projects/acme-ml/locations/us-central2-b/nodes/wave-00"
+	const moved = "projects/acme-ml/locations/us-central2-c/nodes/wave-00"
+	e := newClockedEnv(t, tpufake.Fleet{}, tpufake.WithRequestLog(1000))
+	ctx := context.Background()
+	rec, err := e.store.Claim(ctx, remediate.ClaimRequest{Node: home, Project: project, Zone: zone, Holder: "other", Now: start,
+		Action: remediate.ActionRecreate, Config: e.h.Config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := fullNode("TERMINATED")
+	spec.Name, spec.DataDisks, spec.SchedulingConfig = "", nil, nil
+	rec.Spec = remediate.CleanSpec(spec)
+	rec.Phase, rec.DeleteSent, rec.DeleteAnswered, rec.Stockouts = remediate.PhaseCreated, true, true, 3
+	rec.ZoneMoveNode, rec.ZoneMoveStockouts, rec.CreateSentAt = moved, 3, start
+	if err := e.store.Update(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Set(start.Add(time.Minute))
+	ev := events.Event{InsertID: "admin-alice", Time: e.clock.Now(), Kind: events.KindAdminActivity, Principal: "alice@acme.example",
+		Method: "google.cloud.tpu.v2.Tpu.DeleteNode", Node: events.NodeRef{Project: project, Zone: "us-central2-c", Node: "wave-00"},
+		Admin: &events.AdminActivity{Change: events.ChangeDeleteNode, OperationID: "projects/acme-ml/locations/us-central2-c/operations/op-alice", First: true}}
+	r, err := e.h.Evidence(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "kept in the ledger for the unfinished recovery of " + home; !strings.Contains(r.Reason, want) {
+		t.Errorf("evidence record %q, want it to say %q", r.Reason, want)
+	}
+	e.clock.Set(start.Add(20 * time.Minute)) // the home recovery's lease is over
+	if left, err := e.h.Drain(ctx, e.clock.Set, 50); err != nil || left != 0 {
+		t.Fatalf("Drain = %d unfinished, %v", left, err)
+	}
+	h, err := e.store.History(ctx, home, project, "", e.clock.Now(), 24*time.Hour)
+	if err != nil || h.Recovery == nil {
+		t.Fatalf("History = %+v, %v", h, err)
+	}
+	if got := h.Recovery; got.Phase != remediate.PhaseClosed || !strings.Contains(got.LastError, "alice@acme.example") {
+		t.Errorf("home recovery %s: %q; want closed naming alice@acme.example", got.Phase, got.LastError)
+	}
+	if got := e.fake.Count("nodes.create", ""); got != 0 {
+		t.Errorf("%d creates, want none: a person deleted the moved node", got)
+	}
+}
