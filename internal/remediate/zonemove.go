@@ -213,3 +213,36 @@ func (h *Handler) zoneMoveHomes(ctx context.Context, node string) ([]string, err
 	}
 	return homes, nil
 }
+
+// zoneMoveResumeCheck checks the open incident of r's node (the home name:
+// the incident is keyed as the recovery is) against node, where a zones:
+// fallback moved it; moved is false when r's recovery did not move it.
+func (h *Handler) zoneMoveResumeCheck(ctx context.Context, node *tpu.Node, r Record) (moved bool, err error) {
+	if r.ZoneMovedTo == "" || node.Name != r.ZoneMovedTo {
+		return false, nil
+	}
+	inc, ok, err := h.Resume.Store.OpenIncidentOf(ctx, r.Node)
+	if err != nil || !ok {
+		return ok, err
+	}
+	_, _, err = h.Resume.Check(ctx, node, inc)
+	return true, err
+}
+
+// zoneMovedNode is, for an open incident whose node is NOT FOUND (notFound),
+// the node where the recovery of that name moved it (a zones: fallback),
+// read now; notFound when it did not move.
+func (h *Handler) zoneMovedNode(ctx context.Context, name string, notFound error) (*tpu.Node, error) {
+	_, project, _, _, err := parseNodeName(name)
+	if err != nil {
+		return nil, notFound
+	}
+	hist, err := h.Store.History(ctx, name, project, "", h.now(), h.Config.Window)
+	if err != nil {
+		return nil, err
+	}
+	if hist.Recovery == nil || hist.Recovery.ZoneMoveNode == "" {
+		return nil, notFound
+	}
+	return h.TPU.GetNode(ctx, hist.Recovery.ZoneMoveNode)
+}

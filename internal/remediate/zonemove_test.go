@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/report"
@@ -397,5 +398,47 @@ func TestZoneMovedNodeDeletedByAPersonIsNamed(t *testing.T) {
 	}
 	if got := e.fake.Count("nodes.create", ""); got != 0 {
 		t.Errorf("%d creates, want none: a person deleted the moved node", got)
+	}
+}
+
+// TestZoneMovedNodesTrainingResumedIsSeen: the incident of a node a zones:
+// fallback moved is keyed by its home name, as its recovery is; the sweep
+// that looks at open incidents reads the node where it went, and the
+// guest's report there closes the incident with one resumed record about
+// the home name.
+func TestZoneMovedNodesTrainingResumedIsSeen(t *testing.T) {
+	const home = "projects/acme-ml/locations/us-central2-b/nodes/wave-00"
+	const moved = "projects/acme-ml/locations/us-central2-c/nodes/wave-00"
+	guest := &guestBoard{}
+	incidents := ledger.NewMemoryIncidents()
+	e := fallbackEnv(t, "zones:us-central2-a,us-central2-c", 0, time.Hour, func(e *env) {
+		n := e.fake.Fleet().Nodes[0]
+		n.AcceleratorType, n.AcceleratorConfig = "v4-8", nil // one worker
+		e.fake.SetNode(n)
+		cfg := e.h.Config
+		cfg.ResumeWatch = 2 * time.Hour
+		w := &remediate.ResumeWatcher{Guest: guest, Store: incidents, Recorder: e.records, Config: cfg, Now: e.clock.Now}
+		e.h.Resume = w
+		e.h.Recorder = w.Recording(e.records, func(err error) { t.Errorf("observe: %v", err) })
+	})
+	if incs := incidents.All(); len(incs) != 1 || incs[0].Node != home || !incs[0].Open() || incs[0].HealthyAt.IsZero() {
+		t.Fatalf("incidents %+v, want one of %s, open, healthy (the recovered record's check found the moved node)", incs, home)
+	}
+	guest.set(moved, resumed("0", e.clock.Now().Add(2*time.Minute).Format(time.RFC3339), "2026-11-20T03:30:00Z"))
+	e.clock.Set(e.clock.Now().Add(5 * time.Minute))
+	if _, err := e.h.Sweep(context.Background(), remediate.SweepOptions{Projects: []string{project}, Zones: e.h.Config.Zones}); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	var resumedRecs []remediate.Record
+	for _, r := range e.records.list() {
+		if r.Action == remediate.ActionResumed {
+			resumedRecs = append(resumedRecs, r)
+		}
+	}
+	if len(resumedRecs) != 1 || resumedRecs[0].Node != home || !strings.HasPrefix(resumedRecs[0].Reason, "training resumed on 1 of 1 workers") {
+		t.Errorf("resumed records %+v, want one about %s, training resumed on 1 of 1 workers", resumedRecs, home)
+	}
+	if incs := incidents.All(); len(incs) != 1 || incs[0].Open() {
+		t.Errorf("incidents %+v, want the one, closed", incs)
 	}
 }
