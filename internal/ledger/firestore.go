@@ -124,7 +124,7 @@ type recoveryDoc struct {
 	NextLookAt     time.Time   `firestore:"nextLookAt"`
 	Failures       int         `firestore:"failures"`
 	PausedMillis   int64       `firestore:"pausedMillis"` // Recovery.Paused
-	// The evidence rule (remediate/evidence.go).
+	// The evidence rule (policy/evidence.go).
 	SentOps          []string  `firestore:"sentOps"`
 	Actors           []string  `firestore:"actors"`
 	DeleteAnswered   bool      `firestore:"deleteAnswered"`
@@ -133,7 +133,7 @@ type recoveryDoc struct {
 	GoneAt           time.Time `firestore:"goneAt"`
 	Evidence         string    `firestore:"evidence"` // JSON of the kept entries
 	Stockouts        int       `firestore:"stockouts"`
-	// A zones: fallback's move (remediate/zonemove.go).
+	// A zones: fallback's move (policy/zonemove.go).
 	ZoneMoveNode      string `firestore:"zoneMoveNode"`
 	ZoneMoveStockouts int    `firestore:"zoneMoveStockouts"`
 }

@@ -81,9 +81,6 @@ const ReasonNoResume = "no resume reported"
 // reported".
 const IncidentMaxAge = 7 * 24 * time.Hour
 
-// GuestAttribute is one guest attribute of one worker of a node.
-type GuestAttribute struct{ Worker, Namespace, Key, Value string }
-
 // GuestAttributes reads a TPU node's guest attributes
 // (tpu.projects.locations.nodes.getGuestAttributes, permission tpu.nodes.get).
 // Errors keep the API's error in their chain (IsTransient classifies them).
@@ -351,7 +348,7 @@ func (w *ResumeWatcher) Check(ctx context.Context, node *tpu.Node, inc Incident)
 	start := now
 	at := inc.Node
 	if node != nil && node.Name != "" {
-		at = node.Name // where it is: a zones: fallback may have moved it (zonemove.go)
+		at = node.Name // where it is: a zones: fallback may have moved it (zonemove_handler.go)
 	}
 	attrs, err := w.Guest.GetGuestAttributes(ctx, at, GuestQueryPath)
 	step := Step{Name: StepGuestAttributes, Start: start, Duration: w.now().Sub(start)}

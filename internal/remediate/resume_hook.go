@@ -22,7 +22,7 @@ func (h *Handler) resumeHook(ctx context.Context, node *tpu.Node, r Record, err 
 	if r.Outcome != OutcomeRecovered && r.Action != ActionRecord {
 		return
 	}
-	if moved, err := h.zoneMoveResumeCheck(ctx, node, r); moved || err != nil { // zonemove.go
+	if moved, err := h.zoneMoveResumeCheck(ctx, node, r); moved || err != nil { // zonemove_handler.go
 		if err != nil {
 			h.log().Warn("resume check failed; the next sweep checks again", "node", node.Name, "error", err.Error())
 		}
@@ -48,7 +48,7 @@ func (h *Handler) checkOpenIncidents(ctx context.Context, res *SweepResult) {
 		defer cancel()
 		n, err := h.TPU.GetNode(cctx, name)
 		if IsNotFound(err) {
-			return h.zoneMovedNode(cctx, name, err) // zonemove.go
+			return h.zoneMovedNode(cctx, name, err) // zonemove_handler.go
 		}
 		return n, err
 	}

@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ func TestAdvanceZoneMove(t *testing.T) {
 	ours := func(name, state string) *tpu.Node {
 		return &tpu.Node{Name: name, Id: 9, State: state, Labels: map[string]string{"tpu-autoheal": "enabled", GenerationLabel: "1"}}
 	}
-	stockout := OperationError(op, 8, `There is no more capacity in the zone "us-central2-b"`)
+	stockout := &Error{Kind: KindStockout, Err: fmt.Errorf(`create operation %s: There is no more capacity in the zone "us-central2-b"`, op)}
 	for _, tt := range []struct {
 		name       string
 		rec        Recovery

@@ -1,7 +1,6 @@
-package remediate
+package policy
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -87,12 +86,12 @@ func zoneMoveNext(rec Recovery, cfg Config) string {
 			next = cycle[(i+1)%len(cycle)]
 		}
 	}
-	return nodeInZone(rec.Node, next)
+	return NodeInZone(rec.Node, next)
 }
 
-// nodeInZone is the full name of node (a full name) in zone.
-func nodeInZone(node, zone string) string {
-	parent, _, _, id, err := parseNodeName(node)
+// NodeInZone is the full name of node (a full name) in zone.
+func NodeInZone(node, zone string) string {
+	parent, _, _, id, err := ParseNodeName(node)
 	if err != nil {
 		return node
 	}
@@ -105,7 +104,7 @@ func nodeInZone(node, zone string) string {
 // before it already spread a wave.
 func zoneMoveSoon(rec Recovery, now time.Time, cfg Config) Recovery {
 	if rec.Unfinished() && zoneMoveNext(rec, cfg) != "" {
-		rec.NextLookAt = now.Add(lookAgain(cfg))
+		rec.NextLookAt = now.Add(LookAgainFor(cfg))
 	}
 	return rec
 }
@@ -153,7 +152,7 @@ func describeZoneMove(rec Recovery, f Fallback, cfg Config) string {
 // ZoneMoveLabel is the label a node created in another zone by a zones:
 // fallback carries: the zone of the recovery that moved it (the home zone,
 // whose ledger key holds that recovery). A decision about the moved node
-// reads that recovery first (zoneMoveGuard); a node created where its
+// reads that recovery first (the handler's zoneMoveGuard); a node created where its
 // recovery is keyed carries none.
 const ZoneMoveLabel = "tpu-autoheal-moved-from"
 
@@ -170,79 +169,8 @@ func zoneMoveSpec(rec Recovery, spec *tpu.Node) *tpu.Node {
 	return spec
 }
 
-// zoneMoveGuard: a node a zones: fallback created is the moving
-// recovery's, under the home zone's key, until that recovery ends. A
-// claim of it under its own name (a sweep of its new zone seeing it still
-// CREATING or booting past a grace, an event about it) is skipped while
-// the home recovery is unfinished and points to it. One ledger read, only
-// for a node that carries ZoneMoveLabel.
-func (h *Handler) zoneMoveGuard(ctx context.Context, name string, obs Observed, d Decision, now time.Time) (Decision, error) {
-	if !d.Claim || obs.Node == nil {
-		return d, nil
-	}
-	from := obs.Node.Labels[ZoneMoveLabel]
-	if from == "" || from == zoneOf(name) {
-		return d, nil
-	}
-	home := nodeInZone(name, from)
-	_, project, _, _, _ := parseNodeName(name)
-	hist, err := h.Store.History(ctx, home, project, "", now, h.Config.Window)
-	if err != nil {
-		return d, err
-	}
-	if r := hist.Recovery; r != nil && r.Unfinished() && r.ZoneMoveNode == name {
-		return Decision{Action: ActionSkip, Reason: fmt.Sprintf("recovery in flight: %s gen %d (%s) moved it here from %s", home, r.Generation, r.Phase, from)}, nil
-	}
-	return d, nil
-}
-
-// zoneMoveHomes are the home names of the unfinished recoveries a zones:
-// fallback moved to node: an admin-activity entry about the moved node (a
-// person's delete of it) is their evidence, kept under the home key. Read
-// only for an entry that no recovery of node's own name kept.
-func (h *Handler) zoneMoveHomes(ctx context.Context, node string) ([]string, error) {
-	recs, err := h.Store.Unfinished(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var homes []string
-	for _, r := range recs {
-		if r.ZoneMoveNode == node {
-			homes = append(homes, r.Node)
-		}
-	}
-	return homes, nil
-}
-
-// zoneMoveResumeCheck checks the open incident of r's node (the home name:
-// the incident is keyed as the recovery is) against node, where a zones:
-// fallback moved it; moved is false when r's recovery did not move it.
-func (h *Handler) zoneMoveResumeCheck(ctx context.Context, node *tpu.Node, r Record) (moved bool, err error) {
-	if r.ZoneMovedTo == "" || node.Name != r.ZoneMovedTo {
-		return false, nil
-	}
-	inc, ok, err := h.Resume.Store.OpenIncidentOf(ctx, r.Node)
-	if err != nil || !ok {
-		return ok, err
-	}
-	_, _, err = h.Resume.Check(ctx, node, inc)
-	return true, err
-}
-
-// zoneMovedNode is, for an open incident whose node is NOT FOUND (notFound),
-// the node where the recovery of that name moved it (a zones: fallback),
-// read now; notFound when it did not move.
-func (h *Handler) zoneMovedNode(ctx context.Context, name string, notFound error) (*tpu.Node, error) {
-	_, project, _, _, err := parseNodeName(name)
-	if err != nil {
-		return nil, notFound
-	}
-	hist, err := h.Store.History(ctx, name, project, "", h.now(), h.Config.Window)
-	if err != nil {
-		return nil, err
-	}
-	if hist.Recovery == nil || hist.Recovery.ZoneMoveNode == "" {
-		return nil, notFound
-	}
-	return h.TPU.GetNode(ctx, hist.Recovery.ZoneMoveNode)
+// zoneOf is a node's zone (from its full name).
+func zoneOf(node string) string {
+	_, zone := NodeProjectZone(node)
+	return zone
 }

@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"encoding/binary"
@@ -68,16 +68,16 @@ type Refusal struct {
 	Fallback string
 }
 
-// refusalOf is the refusal rec's last failure was, or nil when it was no
+// RefusalOf is the refusal rec's last failure was, or nil when it was no
 // stockout or quota. fail writes LastError as "STEP (KIND): ERROR".
-func refusalOf(rec Recovery, cfg Config) *Refusal {
+func RefusalOf(rec Recovery, cfg Config) *Refusal {
 	for _, k := range []Kind{KindStockout, KindQuota} {
 		mark := " (" + k.String() + "): "
 		i := strings.Index(rec.LastError, mark)
 		if i < 0 {
 			continue
 		}
-		_, _, zone, _, _ := parseNodeName(zoneTarget(rec)) // where the create was sent
+		_, _, zone, _, _ := ParseNodeName(zoneTarget(rec)) // where the create was sent
 		msg := rec.LastError[i+len(mark):]
 		r := &Refusal{Kind: k.String(), Scope: QuotaScope(k, msg), Zone: zone, Message: msg,
 			Stockouts: rec.Stockouts, RetryAt: rec.NextLookAt}

@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"fmt"
@@ -76,10 +76,10 @@ const (
 	LookAgain = 30 * time.Second
 	// maxBackoff caps the back-off after a transient failure.
 	maxBackoff = 10 * time.Minute
-	// transientWeight and permanentWeight are what a failure adds to
-	// Recovery.Failures; the limit is permanentWeight×MaxAttempts.
-	transientWeight = 1
-	permanentWeight = 4
+	// TransientWeight and PermanentWeight are what a failure adds to
+	// Recovery.Failures; the limit is PermanentWeight×MaxAttempts.
+	TransientWeight = 1
+	PermanentWeight = 4
 )
 
 // Advance is the recovery's transition function. It is pure.
@@ -88,7 +88,7 @@ func Advance(rec Recovery, obs Observation, res StepResult, now time.Time, cfg C
 		return rec, Effect{}
 	}
 	if !rec.StartedAt.IsZero() && RecoveryAge(rec, now) >= MaxRecoveryAge {
-		return abandon(rec, fmt.Sprintf("still unfinished %s after it started (phase %s; last error: %s)", MaxRecoveryAge, rec.Phase, orNone(rec.LastError))), Effect{}
+		return Abandon(rec, fmt.Sprintf("still unfinished %s after it started (phase %s; last error: %s)", MaxRecoveryAge, rec.Phase, orNone(rec.LastError))), Effect{}
 	}
 	if rec.Action == ActionReset {
 		return advanceReset(rec, obs, res, now, cfg)
@@ -125,7 +125,7 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 			return next, eff
 		}
 		if why := notToRecreate(node, cfg); why != "" {
-			return closeRec(rec, why), Effect{}
+			return CloseRecovery(rec, why), Effect{}
 		}
 		// The spec is saved with the phase that requests the delete, in one
 		// write, before the delete is sent.
@@ -144,13 +144,13 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		switch {
 		case node == nil:
-			return closeRec(rec, fmt.Sprintf("node NOT FOUND before recovery gen %d requested its delete: deleted by someone else; not recreated", rec.Generation)), Effect{}
+			return CloseRecovery(rec, fmt.Sprintf("node NOT FOUND before recovery gen %d requested its delete: deleted by someone else; not recreated", rec.Generation)), Effect{}
 		case notOurNode(rec, node) != "":
-			return closeRec(rec, notOurNode(rec, node)), Effect{}
-		case healthy(node) || onPurpose(node.State):
-			return closeRec(rec, "node is "+describe(node)+" before recovery gen "+strconv.Itoa(rec.Generation)+" deleted it: not deleted"), Effect{}
+			return CloseRecovery(rec, notOurNode(rec, node)), Effect{}
+		case Healthy(node) || OnPurpose(node.State):
+			return CloseRecovery(rec, "node is "+Describe(node)+" before recovery gen "+strconv.Itoa(rec.Generation)+" deleted it: not deleted"), Effect{}
 		case node.State == stateDeleting:
-			return closeRec(rec, "node is DELETING before recovery gen "+strconv.Itoa(rec.Generation)+" requested its delete: deleted by someone else; not recreated"), Effect{}
+			return CloseRecovery(rec, "node is DELETING before recovery gen "+strconv.Itoa(rec.Generation)+" requested its delete: deleted by someone else; not recreated"), Effect{}
 		}
 		rec.Phase, rec.DeleteSent = PhaseDeleting, true
 		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
@@ -162,7 +162,7 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		phase, why := resumePhase(rec, node)
 		if why != "" {
-			return closeRec(rec, why), Effect{}
+			return CloseRecovery(rec, why), Effect{}
 		}
 		rec.Phase = phase
 		return advanceRecreate(rec, obs, res, now, cfg) // the fresh read serves the resumed phase too
@@ -172,14 +172,14 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 
 	case PhaseDeleted:
 		if rec.Spec == nil {
-			return abandon(rec, "no saved spec to create the node from"), Effect{}
+			return Abandon(rec, "no saved spec to create the node from"), Effect{}
 		}
 		next, eff, hold := zoneMove(rec, obs, res, now, cfg) // zonemove.go
 		if hold {
 			return next, eff
 		}
 		rec = next
-		spec, warnings := createSpec(rec.Spec, rec.Generation, cfg)
+		spec, warnings := CreateSpec(rec.Spec, rec.Generation, cfg)
 		rec.Phase, rec.CreateOp, rec.CreateSentAt, rec.GoneAt = PhaseCreating, "", now, time.Time{}
 		return rec, Effect{Kind: EffectCreate, Target: zoneTarget(rec), Spec: zoneMoveSpec(rec, spec), Warnings: warnings}
 
@@ -198,14 +198,14 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 			// evidence to name, then close.
 			return createdThenGone(rec, now, cfg)
 		case !ourGeneration(rec, node):
-			return closeRec(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else; left as it is", describe(node), GenerationLabel, rec.Generation)), Effect{}
-		case healthy(node):
+			return CloseRecovery(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else; left as it is", Describe(node), GenerationLabel, rec.Generation)), Effect{}
+		case Healthy(node):
 			return recovered(rec, node), Effect{}
 		}
 		rec.GoneAt = time.Time{}
-		return wait(rec, now, cfg, fmt.Sprintf("node is %s after the create succeeded", describe(node)), true)
+		return wait(rec, now, cfg, fmt.Sprintf("node is %s after the create succeeded", Describe(node)), true)
 	}
-	return abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
+	return Abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
 }
 
 // advanceDeleting: the spec is saved and the delete was requested (or is
@@ -216,7 +216,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 	case res.Effect == EffectDelete && res.Err == nil:
 		rec.DeleteOp, rec.DeleteAnswered = res.Operation, true
 		if res.Operation != "" {
-			rec.SentOps = appendOp(rec.SentOps, res.Operation)
+			rec.SentOps = AppendOp(rec.SentOps, res.Operation)
 		}
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectDelete:
@@ -229,10 +229,10 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 			rec.DeleteUnanswered = true // it may have taken effect, or may yet
 		}
 		if IsNotFound(res.Err) {
-			rec.Failures += transientWeight
+			rec.Failures += TransientWeight
 			rec.LastError = "delete: " + res.Err.Error()
-			if rec.Failures >= failureLimit(cfg) {
-				return abandon(rec, "delete answered NOT FOUND too often while the node exists: "+res.Err.Error()), Effect{}
+			if rec.Failures >= FailureLimit(cfg) {
+				return Abandon(rec, "delete answered NOT FOUND too often while the node exists: "+res.Err.Error()), Effect{}
 			}
 			return rec, Effect{Kind: EffectGet, Target: rec.Node}
 		}
@@ -280,11 +280,11 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		// Another node, not being deleted, after every delete we sent was
 		// answered and its operation finished: a person's, made after
 		// our delete landed (or it would be DELETING or gone). Left as it is.
-		return closeRec(rec, notOurNode(rec, node)+personsCreateNote(rec, cfg)), Effect{}
+		return CloseRecovery(rec, notOurNode(rec, node)+personsCreateNote(rec, cfg)), Effect{}
 	case notOurNode(rec, node) != "" && node.State != stateDeleting:
 		// Another node while a delete of ours may still land on it: never
 		// deleted by us again, and not closed on one read either.
-		return wait(rec, now, cfg, "node "+describe(node)+" has another id while a delete of ours has no verdict", true)
+		return wait(rec, now, cfg, "node "+Describe(node)+" has another id while a delete of ours has no verdict", true)
 	case node.State == stateDeleting:
 		// Our delete (its answer lost, its operation finished, or ended in
 		// error) is still under way: look again later, counted, so a node
@@ -292,9 +292,9 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		// limit's back-off (about 2.5 h with the defaults) rather than
 		// looked at for a day.
 		rec, eff := wait(rec, now, cfg, "node is still DELETING", true)
-		if rec.Failures >= failureLimit(cfg) {
-			return abandon(rec, fmt.Sprintf("node still DELETING %s after recovery gen %d started (weighted failures reached the limit %d)",
-				now.Sub(rec.StartedAt).Round(time.Second), rec.Generation, failureLimit(cfg))), Effect{}
+		if rec.Failures >= FailureLimit(cfg) {
+			return Abandon(rec, fmt.Sprintf("node still DELETING %s after recovery gen %d started (weighted failures reached the limit %d)",
+				now.Sub(rec.StartedAt).Round(time.Second), rec.Generation, FailureLimit(cfg))), Effect{}
 		}
 		return rec, eff
 	}
@@ -307,7 +307,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 			// one read.
 			return wait(rec, now, cfg, "node is "+why+" while a delete of ours has no verdict", true)
 		}
-		return closeRec(rec, "node is "+why+" and our delete did not happen: not deleted"+personsDeleteNote(rec, cfg)+personsCreateNote(rec, cfg)), Effect{}
+		return CloseRecovery(rec, "node is "+why+" and our delete did not happen: not deleted"+personsDeleteNote(rec, cfg)+personsCreateNote(rec, cfg)), Effect{}
 	}
 	// The node is there and not being deleted: the delete did not happen
 	// (yet: it may still land).
@@ -331,10 +331,10 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 // when it still needs the recovery.
 func leftAlone(node *tpu.Node, cfg Config) string {
 	switch {
-	case healthy(node) || onPurpose(node.State):
-		return describe(node)
+	case Healthy(node) || OnPurpose(node.State):
+		return Describe(node)
 	case cfg.LabelKey == "" || node.Labels[cfg.LabelKey] != cfg.LabelValue:
-		return fmt.Sprintf("%s without label %s=%s (opted out)", describe(node), cfg.LabelKey, cfg.LabelValue)
+		return fmt.Sprintf("%s without label %s=%s (opted out)", Describe(node), cfg.LabelKey, cfg.LabelValue)
 	}
 	return ""
 }
@@ -359,7 +359,7 @@ func personsCreate(rec Recovery, since time.Time, cfg Config) *Evidence {
 	var last *Evidence
 	for i := range rec.Evidence {
 		e := &rec.Evidence[i]
-		if e.Change != events.ChangeCreateNode || e.Code != 0 || e.Time.Before(since) || ourEntry(rec, *e, cfg) {
+		if e.Change != events.ChangeCreateNode || e.Code != 0 || e.Time.Before(since) || OurEntry(rec, *e, cfg) {
 			continue
 		}
 		if last == nil || !e.Time.Before(last.Time) {
@@ -395,7 +395,7 @@ func deletedNode(rec Recovery, obs Observation, now time.Time, cfg Config) (Reco
 	if e := personsDelete(rec, events.ChangeDeleteNode, rec.StartedAt, cfg, ambiguous); e != nil {
 		c := personsCreate(rec, e.Time, cfg)
 		if c == nil || personsDelete(rec, events.ChangeDeleteNode, c.Time.Add(time.Nanosecond), cfg, ambiguous) != nil {
-			return closeRec(rec, fmt.Sprintf("node NOT FOUND: deleted by %s, not by recovery gen %d; not recreated", describeEvidence(e), rec.Generation)), Effect{}
+			return CloseRecovery(rec, fmt.Sprintf("node NOT FOUND: deleted by %s, not by recovery gen %d; not recreated", describeEvidence(e), rec.Generation)), Effect{}
 		}
 		// The person deleted the node and created it again, and no one's
 		// delete since is in evidence: our delete, sent meanwhile, removed
@@ -425,7 +425,7 @@ func deletedNode(rec Recovery, obs Observation, now time.Time, cfg Config) (Reco
 // person. Never a second create.
 func createdThenGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect) {
 	if e := personsDelete(rec, events.ChangeDeleteNode, rec.CreateSentAt, cfg, false); e != nil {
-		return closeRec(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
+		return CloseRecovery(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
 	}
 	if rec.GoneAt.IsZero() {
 		rec.GoneAt = now
@@ -437,12 +437,12 @@ func createdThenGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect)
 	}
 	// No one's delete in evidence: not ours to create again, nor to close
 	// as if someone had deleted it. A person decides (ERROR, the spec).
-	return abandon(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished, and no audit entry of anyone's delete within %s: not created again", rec.Generation, d)), Effect{}
+	return Abandon(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished, and no audit entry of anyone's delete within %s: not created again", rec.Generation, d)), Effect{}
 }
 
-// appendOp adds op to ops once, keeping the last few: an audit entry of one
+// AppendOp adds op to ops once, keeping the last few: an audit entry of one
 // of them is ours.
-func appendOp(ops []string, op string) []string {
+func AppendOp(ops []string, op string) []string {
 	const keep = 16
 	if slices.Contains(ops, op) {
 		return ops
@@ -461,7 +461,7 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 	case res.Effect == EffectCreate && res.Err == nil:
 		rec.CreateOp = res.Operation
 		if res.Operation != "" {
-			rec.SentOps = appendOp(rec.SentOps, res.Operation)
+			rec.SentOps = AppendOp(rec.SentOps, res.Operation)
 		}
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectCreate && IsAlreadyExists(res.Err):
@@ -499,7 +499,7 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 	switch {
 	case node == nil:
 		if e := personsDelete(rec, events.ChangeDeleteNode, rec.CreateSentAt, cfg, false); e != nil {
-			return closeRec(rec, fmt.Sprintf("node NOT FOUND while recovery gen %d created it: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
+			return CloseRecovery(rec, fmt.Sprintf("node NOT FOUND while recovery gen %d created it: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
 		}
 		if createSeen(rec) {
 			// Seen READY with our label while paused: the create finished.
@@ -507,19 +507,19 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		rec.Phase = PhaseDeleted // the create did not take: request it again
 		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
-	case ourGeneration(rec, node) && healthy(node):
+	case ourGeneration(rec, node) && Healthy(node):
 		return recovered(rec, node), Effect{}
 	case ourGeneration(rec, node):
 		// Ours (the create's answer was lost), not READY yet: a CREATING
 		// node is never recovered. Look again.
-		return wait(rec, now, cfg, fmt.Sprintf("node is %s", describe(node)), node.State != "CREATING")
+		return wait(rec, now, cfg, fmt.Sprintf("node is %s", Describe(node)), node.State != "CREATING")
 	case rec.NodeID != 0 && node.Id == rec.NodeID:
 		// The very node whose spec we saved: our delete never happened.
 		rec.Phase = PhaseDeleting
 		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
 	}
-	return closeRec(rec, fmt.Sprintf("node already existed when recreating it (%s, id %d, no label %s=%d): created by someone else; left as it is",
-		describe(node), node.Id, GenerationLabel, rec.Generation)), Effect{}
+	return CloseRecovery(rec, fmt.Sprintf("node already existed when recreating it (%s, id %d, no label %s=%d): created by someone else; left as it is",
+		Describe(node), node.Id, GenerationLabel, rec.Generation)), Effect{}
 }
 
 func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
@@ -534,7 +534,7 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 				// Another slice's recovery reset it (or a crashed attempt of
 				// ours marked it): look again when the mark expires.
 				why := fmt.Sprintf("queued resource %s reset recently (another slice's recovery)", rec.QueuedResource)
-				return closeRec(rec, why), Effect{Kind: EffectDefer, Target: rec.Node, Due: now.Add(resetMarkTTL(cfg)), Reason: why}
+				return CloseRecovery(rec, why), Effect{Kind: EffectDefer, Target: rec.Node, Due: now.Add(ResetMarkTTL(cfg)), Reason: why}
 			}
 			rec.Phase, rec.CreateOp = PhaseResetting, ""
 			return rec, Effect{Kind: EffectReset, Target: rec.QueuedResource}
@@ -545,11 +545,11 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 		}
 		switch {
 		case node == nil:
-			return closeRec(rec, "node NOT FOUND before the reset: not reset"), Effect{}
+			return CloseRecovery(rec, "node NOT FOUND before the reset: not reset"), Effect{}
 		case node.QueuedResource == "":
-			return closeRec(rec, "node is no longer owned by a queued resource: not reset"), Effect{}
-		case healthy(node) || onPurpose(node.State):
-			return closeRec(rec, "node is "+describe(node)+" by the time it was claimed: not reset"), Effect{}
+			return CloseRecovery(rec, "node is no longer owned by a queued resource: not reset"), Effect{}
+		case Healthy(node) || OnPurpose(node.State):
+			return CloseRecovery(rec, "node is "+Describe(node)+" by the time it was claimed: not reset"), Effect{}
 		}
 		rec.QueuedResource = node.QueuedResource
 		rec.Spec, rec.NodeID = CleanSpec(node), node.Id
@@ -558,7 +558,7 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 	case PhaseSaved, PhaseDeleting, PhaseDeleted, PhaseFailed: // reset phases saved before Step
 		rec.Phase = PhaseResetting
 		if rec.QueuedResource == "" {
-			return closeRec(rec, "no queued resource to reset"), Effect{}
+			return CloseRecovery(rec, "no queued resource to reset"), Effect{}
 		}
 		return advanceReset(rec, obs, StepResult{}, now, cfg)
 
@@ -574,12 +574,12 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 		if !ok {
 			return next, eff
 		}
-		if node != nil && healthy(node) {
+		if node != nil && Healthy(node) {
 			return recovered(rec, node), Effect{}
 		}
 		return wait(rec, now, cfg, "node is "+describeOrNotFound(node)+" after the reset", true)
 	}
-	return abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
+	return Abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
 }
 
 // advanceResetting: the reset was requested (or is about to be). A reset is
@@ -593,7 +593,7 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 	case res.Effect == EffectReset:
 		return fail(rec, "reset", res.Err, now, cfg)
 	case res.Effect == EffectGetQR && res.Err == nil && obs.QueuedResource == nil:
-		return closeRec(rec, queuedResourceGone(rec, cfg)), Effect{}
+		return CloseRecovery(rec, queuedResourceGone(rec, cfg)), Effect{}
 	case rec.CreateOp != "" && res.Effect == EffectGetQR:
 		// Read while the reset runs (the node NOT FOUND): there it is, or
 		// it could not be read; the reset goes on.
@@ -636,7 +636,7 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 	case res.Effect == EffectGet && res.Err != nil:
 		return fail(rec, "get", res.Err, now, cfg)
 	case res.Effect == EffectGet:
-		if obs.Node != nil && healthy(obs.Node) {
+		if obs.Node != nil && Healthy(obs.Node) {
 			return recovered(rec, obs.Node), Effect{}
 		}
 		return rec, Effect{Kind: EffectReset, Target: rec.QueuedResource}
@@ -667,12 +667,12 @@ func describeOrNotFound(n *tpu.Node) string {
 	if n == nil {
 		return "NOT FOUND"
 	}
-	return describe(n)
+	return Describe(n)
 }
 
-// resetMarkTTL is how long a queued resource's one reset per incident is
+// ResetMarkTTL is how long a queued resource's one reset per incident is
 // remembered.
-func resetMarkTTL(cfg Config) time.Duration {
+func ResetMarkTTL(cfg Config) time.Duration {
 	lease := cfg.Lease
 	if lease <= 0 {
 		lease = DefaultConfig().Lease
@@ -684,16 +684,18 @@ func ourGeneration(rec Recovery, n *tpu.Node) bool {
 	return n.Labels[GenerationLabel] == strconv.Itoa(rec.Generation)
 }
 
-func failureLimit(cfg Config) int {
+// FailureLimit is the weight of failures (Recovery.Failures) at which a
+// recovery is abandoned: PermanentWeight×MaxAttempts.
+func FailureLimit(cfg Config) int {
 	m := cfg.MaxAttempts
 	if m <= 0 {
 		m = DefaultMaxAttempts
 	}
-	return permanentWeight * m
+	return PermanentWeight * m
 }
 
-// lookAgain is Config.LookAgain, or LookAgain when it is not set.
-func lookAgain(cfg Config) time.Duration {
+// LookAgainFor is Config.LookAgain, or LookAgain when it is not set.
+func LookAgainFor(cfg Config) time.Duration {
 	if cfg.LookAgain > 0 {
 		return cfg.LookAgain
 	}
@@ -712,10 +714,10 @@ func leaseOf(cfg Config) time.Duration {
 // are bounded.
 func wait(rec Recovery, now time.Time, cfg Config, why string, counted bool) (Recovery, Effect) {
 	if !counted {
-		rec.NextLookAt = now.Add(lookAgain(cfg))
+		rec.NextLookAt = now.Add(LookAgainFor(cfg))
 		return rec, Effect{}
 	}
-	rec.Failures += transientWeight
+	rec.Failures += TransientWeight
 	rec.LastError = why
 	rec.NextLookAt = now.Add(backoff(rec.Failures))
 	return rec, Effect{}
@@ -751,26 +753,28 @@ func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Reco
 		rec.NextLookAt = now.Add(leaseOf(cfg))
 		return rec, Effect{}
 	case KindPermanent, KindAlreadyExists:
-		rec.Failures += permanentWeight
+		rec.Failures += PermanentWeight
 		rec.NextLookAt = now.Add(leaseOf(cfg))
 	default:
-		rec.Failures += transientWeight
+		rec.Failures += TransientWeight
 		rec.NextLookAt = now.Add(backoff(rec.Failures))
 	}
-	if rec.Failures >= failureLimit(cfg) {
-		return abandon(rec, fmt.Sprintf("%d failures (weighted; limit %d), the last: %s", rec.Failures, failureLimit(cfg), rec.LastError)), Effect{}
+	if rec.Failures >= FailureLimit(cfg) {
+		return Abandon(rec, fmt.Sprintf("%d failures (weighted; limit %d), the last: %s", rec.Failures, FailureLimit(cfg), rec.LastError)), Effect{}
 	}
 	return rec, Effect{}
 }
 
-func abandon(rec Recovery, why string) Recovery {
+// Abandon ends rec as abandoned (it needs a person), saying why.
+func Abandon(rec Recovery, why string) Recovery {
 	rec.Phase = PhaseAbandoned
 	rec.LastError = "abandoned; needs a person: " + why
 	rec.NextLookAt = time.Time{}
 	return rec
 }
 
-func closeRec(rec Recovery, why string) Recovery {
+// CloseRecovery ends rec as closed without finishing, saying why.
+func CloseRecovery(rec Recovery, why string) Recovery {
 	rec.Phase = PhaseClosed
 	rec.LastError = why
 	rec.NextLookAt = time.Time{}
@@ -792,8 +796,8 @@ func notToRecreate(node *tpu.Node, cfg Config) string {
 	switch {
 	case node == nil:
 		return "node NOT FOUND before its spec was saved: deleted by someone else; not recreated"
-	case healthy(node), onPurpose(node.State):
-		return "node is " + describe(node) + " by the time it was claimed: not recreated"
+	case Healthy(node), OnPurpose(node.State):
+		return "node is " + Describe(node) + " by the time it was claimed: not recreated"
 	case node.State == stateDeleting:
 		return "node is DELETING by the time it was claimed: deleted by someone else; not recreated"
 	case cfg.LabelKey == "" || node.Labels[cfg.LabelKey] != cfg.LabelValue:
@@ -812,7 +816,7 @@ func notOurNode(rec Recovery, node *tpu.Node) string {
 		return ""
 	}
 	return fmt.Sprintf("node %s is id %d, not id %d whose spec recovery gen %d saved: created by someone else; never deleted",
-		describe(node), node.Id, rec.NodeID, rec.Generation)
+		Describe(node), node.Id, rec.NodeID, rec.Generation)
 }
 
 // deleteSent reports whether rec may have requested the node's delete.

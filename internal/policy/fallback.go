@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"fmt"
@@ -128,7 +128,7 @@ func fallbackOf(rec Recovery, cfg Config) (Fallback, string) {
 	if err != nil {
 		return Fallback{Mode: FallbackWait}, err.Error() + ": waiting in the zone"
 	}
-	_, _, home, _, _ := parseNodeName(rec.Node)
+	_, _, home, _, _ := ParseNodeName(rec.Node)
 	switch f.Mode {
 	case FallbackZones:
 		if why := zoneFallbackRefusal(f, rec.Spec, home, cfg); why != "" {
