@@ -91,3 +91,37 @@ func IsAlreadyExists(err error) bool { return KindOf(err) == KindAlreadyExists }
 
 // isExhausted reports whether err is a stockout or quota.
 func isExhausted(err error) bool { k := KindOf(err); return k == KindStockout || k == KindQuota }
+
+// Exhausted reports whether k is a refusal for capacity or quota: retried
+// without counting.
+func (k Kind) Exhausted() bool { return k == KindStockout || k == KindQuota }
+
+// kinds are the kinds a failure can have, in String's words.
+var kinds = []Kind{KindNone, KindNotFound, KindAlreadyExists, KindStockout, KindTransient, KindPermanent, KindQuota}
+
+// KindNamed is the kind String calls name (KindNone for any other word):
+// the ledger keeps a kind by its word, not its number.
+func KindNamed(name string) Kind {
+	for _, k := range kinds {
+		if k.String() == name {
+			return k
+		}
+	}
+	return KindNone
+}
+
+// KindInText is the kind a LastError written before LastKind existed names:
+// fail wrote "STEP (KIND): ERROR", and older recoveries "(exhausted)" for a
+// stockout or quota (told apart later; read as a stockout). KindNone when
+// it names none.
+func KindInText(lastError string) Kind {
+	if strings.Contains(lastError, "(exhausted)") {
+		return KindStockout
+	}
+	for _, k := range kinds[1:] {
+		if strings.Contains(lastError, "("+k.String()+")") {
+			return k
+		}
+	}
+	return KindNone
+}

@@ -230,7 +230,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		if IsNotFound(res.Err) {
 			rec.Failures += TransientWeight
-			rec.LastError = "delete: " + res.Err.Error()
+			rec.LastError, rec.LastKind = "delete: "+res.Err.Error(), KindNotFound
 			if rec.Failures >= FailureLimit(cfg) {
 				return Abandon(rec, "delete answered NOT FOUND too often while the node exists: "+res.Err.Error()), Effect{}
 			}
@@ -402,6 +402,7 @@ func deletedNode(rec Recovery, obs Observation, now time.Time, cfg Config) (Reco
 		// their node. Ours to create, from the saved spec.
 		rec.LastError = fmt.Sprintf("node NOT FOUND after %s deleted it and created it again (%s): our delete removed their node; created from the saved spec",
 			describeEvidence(e), describeEvidence(c))
+		rec.LastKind = KindNone
 		rec.Phase, rec.GoneAt = PhaseDeleted, time.Time{}
 		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
 	}
@@ -536,7 +537,7 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 				why := fmt.Sprintf("queued resource %s reset recently (another slice's recovery)", rec.QueuedResource)
 				return CloseRecovery(rec, why), Effect{Kind: EffectDefer, Target: rec.Node, Due: now.Add(ResetMarkTTL(cfg)), Reason: why}
 			}
-			rec.Phase, rec.CreateOp = PhaseResetting, ""
+			rec.Phase, rec.ResetOp = PhaseResetting, ""
 			return rec, Effect{Kind: EffectReset, Target: rec.QueuedResource}
 		}
 		next, eff, ok := get(rec, res, now, cfg)
@@ -562,7 +563,7 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 		}
 		return advanceReset(rec, obs, StepResult{}, now, cfg)
 
-	case PhaseCreating: // a reset saved before Step: its operation in CreateOp
+	case PhaseCreating: // a reset saved before Step (its operation, once in CreateOp, the ledger reads into ResetOp)
 		rec.Phase = PhaseResetting
 		return advanceReset(rec, obs, res, now, cfg)
 
@@ -588,34 +589,34 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
 	switch {
 	case res.Effect == EffectReset && res.Err == nil:
-		rec.CreateOp = res.Operation
+		rec.ResetOp = res.Operation
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectReset:
 		return fail(rec, "reset", res.Err, now, cfg)
 	case res.Effect == EffectGetQR && res.Err == nil && obs.QueuedResource == nil:
 		return CloseRecovery(rec, queuedResourceGone(rec, cfg)), Effect{}
-	case rec.CreateOp != "" && res.Effect == EffectGetQR:
+	case rec.ResetOp != "" && res.Effect == EffectGetQR:
 		// Read while the reset runs (the node NOT FOUND): there it is, or
 		// it could not be read; the reset goes on.
 		return wait(rec, now, cfg, "", false)
-	case rec.CreateOp != "" && res.Effect != EffectPoll:
-		return rec, Effect{Kind: EffectPoll, Target: rec.CreateOp}
-	case rec.CreateOp != "" && !res.Done && IsNotFound(res.Err):
-		rec.CreateOp = ""
+	case rec.ResetOp != "" && res.Effect != EffectPoll:
+		return rec, Effect{Kind: EffectPoll, Target: rec.ResetOp}
+	case rec.ResetOp != "" && !res.Done && IsNotFound(res.Err):
+		rec.ResetOp = ""
 		return rec, Effect{Kind: EffectGetQR, Target: rec.QueuedResource}
-	case rec.CreateOp != "" && !res.Done && res.Err != nil:
+	case rec.ResetOp != "" && !res.Done && res.Err != nil:
 		return fail(rec, "poll-reset", res.Err, now, cfg)
-	case rec.CreateOp != "" && !res.Done && obs.Node == nil:
+	case rec.ResetOp != "" && !res.Done && obs.Node == nil:
 		// The node is NOT FOUND while the reset runs: normal while the
 		// platform recreates it, unless the queued resource is gone too.
 		return rec, Effect{Kind: EffectGetQR, Target: rec.QueuedResource}
-	case rec.CreateOp != "" && !res.Done:
+	case rec.ResetOp != "" && !res.Done:
 		return wait(rec, now, cfg, "", false)
-	case rec.CreateOp != "" && res.Err == nil:
-		rec.Phase, rec.CreateOp = PhaseReset, ""
+	case rec.ResetOp != "" && res.Err == nil:
+		rec.Phase, rec.ResetOp = PhaseReset, ""
 		return rec, Effect{Kind: EffectGet, Target: rec.Node}
-	case rec.CreateOp != "":
-		rec.CreateOp = "" // finished with an error: never polled again
+	case rec.ResetOp != "":
+		rec.ResetOp = "" // finished with an error: never polled again
 		return fail(rec, "reset operation", res.Err, now, cfg)
 	case res.Effect == EffectGetQR && res.Err != nil:
 		return fail(rec, "get-queued-resource", res.Err, now, cfg)
@@ -718,7 +719,7 @@ func wait(rec Recovery, now time.Time, cfg Config, why string, counted bool) (Re
 		return rec, Effect{}
 	}
 	rec.Failures += TransientWeight
-	rec.LastError = why
+	rec.LastError, rec.LastKind = why, KindNone
 	rec.NextLookAt = now.Add(backoff(rec.Failures))
 	return rec, Effect{}
 }
@@ -743,7 +744,7 @@ func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Reco
 		// at MaxAttempts, as each retry is a whole create or reset.
 		kind = KindPermanent
 	}
-	rec.LastError = fmt.Sprintf("%s (%s): %v", step, kind, err)
+	rec.LastError, rec.LastKind = fmt.Sprintf("%s (%s): %v", step, kind, err), kind
 	switch kind {
 	case KindStockout:
 		rec.Stockouts++
@@ -768,7 +769,7 @@ func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Reco
 // Abandon ends rec as abandoned (it needs a person), saying why.
 func Abandon(rec Recovery, why string) Recovery {
 	rec.Phase = PhaseAbandoned
-	rec.LastError = "abandoned; needs a person: " + why
+	rec.LastError = "abandoned; needs a person: " + why // LastKind kept: why names the last failure
 	rec.NextLookAt = time.Time{}
 	return rec
 }
@@ -776,14 +777,14 @@ func Abandon(rec Recovery, why string) Recovery {
 // CloseRecovery ends rec as closed without finishing, saying why.
 func CloseRecovery(rec Recovery, why string) Recovery {
 	rec.Phase = PhaseClosed
-	rec.LastError = why
+	rec.LastError, rec.LastKind = why, KindNone
 	rec.NextLookAt = time.Time{}
 	return rec
 }
 
 func recovered(rec Recovery, n *tpu.Node) Recovery {
 	rec.Phase = PhaseRecovered
-	rec.LastError = ""
+	rec.LastError, rec.LastKind = "", KindNone
 	rec.NextLookAt = time.Time{}
 	return rec
 }
@@ -820,9 +821,11 @@ func notOurNode(rec Recovery, node *tpu.Node) string {
 }
 
 // deleteSent reports whether rec may have requested the node's delete.
-// Recoveries saved before DeleteSent existed say so by their operations.
+// Recoveries saved before DeleteSent existed say so by their operations; a
+// reset's operation counts as it did while it was kept in CreateOp (a reset
+// takes the node down as a delete does).
 func deleteSent(rec Recovery) bool {
-	return rec.DeleteSent || rec.DeleteOp != "" || rec.CreateOp != ""
+	return rec.DeleteSent || rec.DeleteOp != "" || rec.CreateOp != "" || rec.ResetOp != ""
 }
 
 // resumePhase says where a recreate saved as failed (before Step) resumes,

@@ -208,7 +208,7 @@ const (
 	PhaseDeleted   Phase = "deleted"   // node gone, spec saved; create not requested (also after a failed create)
 	PhaseCreating  Phase = "creating"  // create requested (CreateOp once its answer came)
 	PhaseCreated   Phase = "created"   // our create's operation succeeded; waiting for the node READY
-	PhaseResetting Phase = "resetting" // reset of the queued resource requested (CreateOp holds its operation)
+	PhaseResetting Phase = "resetting" // reset of the queued resource requested (ResetOp once its answer came)
 	PhaseReset     Phase = "reset"     // the reset's operation succeeded (or the reset shows in progress); waiting for the node READY
 	PhaseRecovered Phase = "recovered" // terminal: node READY with our generation label (or, for a reset, READY after our reset)
 	PhaseClosed    Phase = "closed"    // terminal: ended without finishing; LastError says why (not ours, opted out, held, recovered by itself)
@@ -282,13 +282,21 @@ type Recovery struct {
 	Holder         string    // who holds the claim
 	LeaseUntil     time.Time // the claim is live until then
 	DeleteOp       string    // the delete's operation, until it was seen done
-	CreateOp       string    // the create's (or reset's) operation, until it was seen done
-	Attempts       int
-	EventID        string // the event that started it ("" for a sweep)
-	Cause          events.Cause
-	StartedAt      time.Time
-	UpdatedAt      time.Time
-	LastError      string // the last failure; for a closed recovery, why
+	CreateOp       string    // the create's operation, until it was seen done
+	// ResetOp is the reset's operation (of the queued resource), until it
+	// was seen done. A reset saved before the field kept it in CreateOp:
+	// the ledger moves it here when it reads such a document.
+	ResetOp   string
+	Attempts  int
+	EventID   string // the event that started it ("" for a sweep)
+	Cause     events.Cause
+	StartedAt time.Time
+	UpdatedAt time.Time
+	LastError string // the last failure; for a closed recovery, why
+	// LastKind is the kind of the failed call LastError describes (KindNone
+	// when it describes no failed call: a wait, a close). A recovery saved
+	// before the field has it read from LastError's words (KindInText).
+	LastKind Kind
 	// NextLookAt is when the recovery is advanced next (by a delivery, a
 	// sweep or Handler.Continue): after an operation was started, or after
 	// a failure (back-off). The lease is released until then.

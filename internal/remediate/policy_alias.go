@@ -7,10 +7,11 @@ package remediate
 
 import (
 	"errors"
-	"github.com/tpu-autoheal/autoheal/internal/events"
-	tpu "google.golang.org/api/tpu/v2"
 	"time"
 
+	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/policy"
 )
 
@@ -156,6 +157,12 @@ var (
 	Outcomes       = policy.Outcomes
 	ReasonPrefixes = policy.ReasonPrefixes
 )
+
+// KindNamed is policy.KindNamed.
+func KindNamed(name string) Kind { return policy.KindNamed(name) }
+
+// KindInText is policy.KindInText.
+func KindInText(lastError string) Kind { return policy.KindInText(lastError) }
 
 // ParseBreaker is policy.ParseBreaker.
 func ParseBreaker(s string) (limit int, window time.Duration, err error) {
