@@ -115,6 +115,10 @@ type Config struct {
 	// StockoutZoneAfter: a node whose metadata autoheal-stockout is
 	// zones:Z1,Z2 is created in the next zone after this many stockouts.
 	StockoutZoneAfter int `split_words:"true" default:"3"`
+	// MaxRequeues: a node whose metadata autoheal-stockout is queue is
+	// queued again this many times after its queued resource FAILED or
+	// was SUSPENDED, then abandoned (0 = never queued again).
+	MaxRequeues int `split_words:"true" default:"2"`
 
 	// Actor is the identity the function acts as (Terraform sets the
 	// function's service account): an admin-activity entry by it is the

@@ -84,6 +84,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		ResumeWatch:       2 * time.Hour,
 		EvidenceWait:      90 * time.Second,
 		StockoutZoneAfter: 3,
+		MaxRequeues:       2,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -116,7 +117,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_MAX_IN_FLIGHT": "6", "AUTOHEAL_MAX_ATTEMPTS": "10", "AUTOHEAL_LEASE": "7m", "AUTOHEAL_EVENT_TTL": "8h", "AUTOHEAL_SWEEP_BUDGET": "9m",
 		"AUTOHEAL_SWEEP_FOLLOW": "30s", "AUTOHEAL_LOOK_AGAIN": "2s", "AUTOHEAL_KICK_TOPIC": "projects/acme-ops/topics/tpu-autoheal",
 		"AUTOHEAL_BREAKER": "12/30m", "AUTOHEAL_HOLD_TTL": "24h", "AUTOHEAL_MAINTENANCE": "early",
-		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h", "AUTOHEAL_STOCKOUT_ZONE_AFTER": "4", "AUTOHEAL_MAINTENANCE_MAX": "6h",
+		"AUTOHEAL_CHECKPOINT_TIMEOUT": "20m", "AUTOHEAL_RESUME_WATCH": "1h", "AUTOHEAL_STOCKOUT_ZONE_AFTER": "4", "AUTOHEAL_MAINTENANCE_MAX": "6h", "AUTOHEAL_MAX_REQUEUES": "0",
 		"AUTOHEAL_ACTOR": "tpu-autoheal@acme-ops.iam.gserviceaccount.com", "AUTOHEAL_EVIDENCE_WAIT": "2m",
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "trainer@acme-ml.iam.gserviceaccount.com,123-compute@developer.gserviceaccount.com",
 		"AUTOHEAL_MAC_KEY":               "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
@@ -134,7 +135,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		StuckGrace: 2 * time.Minute, Cooldown: 3 * time.Minute, Window: 4 * time.Hour, MaxRecreates: 5, MaxInFlight: 6,
 		MaxAttempts: 10, Lease: 7 * time.Minute, EventTTL: 8 * time.Hour, SweepBudget: 9 * time.Minute,
 		SweepFollow: 30 * time.Second, LookAgain: 2 * time.Second, KickTopic: "projects/acme-ops/topics/tpu-autoheal",
-		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, MaintenanceMax: 6 * time.Hour, ResumeWatch: time.Hour, StockoutZoneAfter: 4,
+		Breaker: "12/30m", HoldTTL: 24 * time.Hour, Maintenance: "early", CheckpointTimeout: 20 * time.Minute, MaintenanceMax: 6 * time.Hour, ResumeWatch: time.Hour, StockoutZoneAfter: 4, MaxRequeues: 0,
 		Actor: "tpu-autoheal@acme-ops.iam.gserviceaccount.com", EvidenceWait: 2 * time.Minute,
 		NodeServiceAccounts: []string{"trainer@acme-ml.iam.gserviceaccount.com", "123-compute@developer.gserviceaccount.com"},
 		MACKey:              "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
@@ -169,6 +170,7 @@ func TestLoadConfigErrorsNameTheVariableAndValue(t *testing.T) {
 		{"bad int", map[string]string{"AUTOHEAL_MAX_RECREATES": "three"}, nil, `AUTOHEAL_MAX_RECREATES="three": want an integer`},
 		{"zero cap", map[string]string{"AUTOHEAL_MAX_IN_FLIGHT": "0"}, nil, `AUTOHEAL_MAX_IN_FLIGHT="0": want a positive integer`},
 		{"zero attempts", map[string]string{"AUTOHEAL_MAX_ATTEMPTS": "0"}, nil, `AUTOHEAL_MAX_ATTEMPTS="0": want a positive integer`},
+		{"negative requeues", map[string]string{"AUTOHEAL_MAX_REQUEUES": "-1"}, nil, `AUTOHEAL_MAX_REQUEUES="-1": want an integer of 0 or more`},
 		{"bad duration", map[string]string{"AUTOHEAL_COOLDOWN": "30"}, nil, `AUTOHEAL_COOLDOWN="30": want a duration`},
 		{"negative duration", map[string]string{"AUTOHEAL_LEASE": "-5m"}, nil, `AUTOHEAL_LEASE="-5m0s": want a positive duration`},
 		{"zero sweep budget", map[string]string{"AUTOHEAL_SWEEP_BUDGET": "0s"}, nil, `AUTOHEAL_SWEEP_BUDGET="0s": want a positive duration`},
@@ -297,7 +299,7 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 		"AUTOHEAL_WINDOW", "AUTOHEAL_MAX_RECREATES", "AUTOHEAL_MAX_IN_FLIGHT", "AUTOHEAL_MAX_ATTEMPTS",
 		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_SWEEP_FOLLOW", "AUTOHEAL_LOOK_AGAIN",
 		"AUTOHEAL_KICK_TOPIC", "AUTOHEAL_BREAKER", "AUTOHEAL_HOLD_TTL",
-		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_MAINTENANCE_MAX", "AUTOHEAL_RESUME_WATCH", "AUTOHEAL_STOCKOUT_ZONE_AFTER",
+		"AUTOHEAL_MAINTENANCE", "AUTOHEAL_CHECKPOINT_TIMEOUT", "AUTOHEAL_MAINTENANCE_MAX", "AUTOHEAL_RESUME_WATCH", "AUTOHEAL_STOCKOUT_ZONE_AFTER", "AUTOHEAL_MAX_REQUEUES",
 		"AUTOHEAL_ACTOR", "AUTOHEAL_EVIDENCE_WAIT",
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS", "AUTOHEAL_MAC_KEY", "AUTOHEAL_SWEEP_MIN_INTERVAL", "AUTOHEAL_TRUST_UNSEALED_SPECS",
 	}
@@ -329,5 +331,29 @@ func TestConfigurationPageListsEveryVariable(t *testing.T) {
 		if !read[name[1]] {
 			t.Errorf("docs/configuration.md documents %s, which the function does not read", name[1])
 		}
+	}
+}
+
+// TestMaxRequeuesSetAndUnset: AUTOHEAL_MAX_REQUEUES reaches the policy when
+// set (0 too: never queued again), and is 2 when unset.
+func TestMaxRequeuesSetAndUnset(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		value string
+		want  int
+	}{{"unset", "", 2}, {"set", "5", 5}, {"set to 0", "0", 0}} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := minimalEnv()
+			if tt.value != "" {
+				env["AUTOHEAL_MAX_REQUEUES"] = tt.value
+			}
+			cfg, err := load(t, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.RemediateConfig().MaxRequeues; got != tt.want {
+				t.Errorf("MaxRequeues = %d, want %d", got, tt.want)
+			}
+		})
 	}
 }

@@ -180,6 +180,9 @@ func (c Config) Validate() error {
 			bad(n.name, strconv.Itoa(n.v), "want a positive integer")
 		}
 	}
+	if c.MaxRequeues < 0 {
+		bad("MAX_REQUEUES", strconv.Itoa(c.MaxRequeues), "want an integer of 0 or more")
+	}
 	if _, _, err := remediate.ParseBreaker(c.Breaker); err != nil {
 		bad("BREAKER", c.Breaker, "want LIMIT/WINDOW such as 48/1h")
 	}
@@ -225,6 +228,7 @@ func (c Config) RemediateConfig() remediate.Config {
 		EvidenceWait:      c.EvidenceWait,
 		Zones:             c.Zones,
 		StockoutZoneAfter: c.StockoutZoneAfter,
+		MaxRequeues:       c.MaxRequeues,
 	}
 }
 

@@ -601,6 +601,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_ACTOR                     = google_service_account.function.email
       AUTOHEAL_EVIDENCE_WAIT             = var.evidence_wait
       AUTOHEAL_STOCKOUT_ZONE_AFTER       = tostring(var.stockout_zone_after)
+      AUTOHEAL_MAX_REQUEUES              = tostring(var.max_requeues)
       AUTOHEAL_NODE_SERVICE_ACCOUNTS     = join(",", var.tpu_service_accounts)
       AUTOHEAL_MAC_KEY                   = google_kms_crypto_key_version.ledger_mac.name
       AUTOHEAL_TRUST_UNSEALED_SPECS      = tostring(var.trust_unsealed_specs)

@@ -592,6 +592,17 @@ variable "stockout_zone_after" {
   }
 }
 
+variable "max_requeues" {
+  type        = number
+  description = "Times a node asking autoheal-stockout=queue is queued again after its queued resource FAILED or was SUSPENDED, before it is abandoned (AUTOHEAL_MAX_REQUEUES)."
+  default     = 2
+
+  validation {
+    condition     = var.max_requeues >= 0 && floor(var.max_requeues) == var.max_requeues
+    error_message = "max_requeues must be a whole number of 0 or more."
+  }
+}
+
 variable "maintenance_max" {
   type        = string
   description = "How long after a maintenance started (its window start, or tpu-autoheal's own performMaintenance when earlier) a node in it stops being exempt from the unhealthy grace (AUTOHEAL_MAINTENANCE_MAX), a Go duration."

@@ -56,7 +56,7 @@ type continueOptions struct {
 	// in-memory one).
 	follow func(node string) bool
 	// wait bounds the wall-clock continuation (--wait); 0: until each
-	// recovery ends, at the latest when its own cap (MaxRecoveryAge)
+	// recovery ends, at the latest when its own cap (RecoveryCap)
 	// abandons it.
 	wait time.Duration
 	// stops says what an interrupt leaves ("" = each recovery stays where
@@ -140,7 +140,7 @@ func continueOnWall(ctx context.Context, h *remediate.Handler, clk *replayClock,
 			if next.IsZero() || at.Before(next) {
 				next = at
 			}
-			if end := r.StartedAt.Add(remediate.MaxRecoveryAge + capSlack); !r.StartedAt.IsZero() && end.After(capEnd) {
+			if end := r.StartedAt.Add(remediate.RecoveryCap(r) + capSlack); !r.StartedAt.IsZero() && end.After(capEnd) {
 				capEnd = end
 			}
 			if clk.stderr != nil {

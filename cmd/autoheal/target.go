@@ -234,6 +234,12 @@ func (readOnlyTPU) CreateNode(context.Context, string, string, *tpu.Node) (strin
 func (readOnlyTPU) ResetQueuedResource(context.Context, string) (string, error) {
 	return "", errReadOnly
 }
+func (readOnlyTPU) CreateQueuedResource(context.Context, string, string, *tpu.QueuedResource) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyTPU) DeleteQueuedResource(context.Context, string) (string, error) {
+	return "", errReadOnly
+}
 
 // readOnlyMaintenance passes the maintenance reads through and refuses the
 // mutations, as readOnlyTPU does.

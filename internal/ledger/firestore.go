@@ -135,6 +135,7 @@ type recoveryDoc struct {
 	GoneAt           time.Time `firestore:"goneAt"`
 	Evidence         string    `firestore:"evidence"` // JSON of the kept entries
 	Stockouts        int       `firestore:"stockouts"`
+	Queue            string    `firestore:"queue"` // JSON of Recovery.Queue (the queue fallback), "" for none
 	// A zones: fallback's move (policy/zonemove.go).
 	ZoneMoveNode      string `firestore:"zoneMoveNode"`
 	ZoneMoveStockouts int    `firestore:"zoneMoveStockouts"`
@@ -153,6 +154,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"sentOps": d.SentOps, "actors": d.Actors, "deleteAnswered": d.DeleteAnswered, "deleteUnanswered": d.DeleteUnanswered,
 		"createSentAt": d.CreateSentAt, "goneAt": d.GoneAt, "evidence": d.Evidence,
 		"stockouts":    d.Stockouts,
+		"queue":        d.Queue,
 		"pausedMillis": d.PausedMillis,
 		"zoneMoveNode": d.ZoneMoveNode, "zoneMoveStockouts": d.ZoneMoveStockouts,
 	}
@@ -172,6 +174,14 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		}
 		evidence = string(b)
 	}
+	queue := ""
+	if r.Queue != nil {
+		b, err := json.Marshal(r.Queue)
+		if err != nil {
+			return recoveryDoc{}, fmt.Errorf("encode queue of %s: %w", r.Node, err)
+		}
+		queue = string(b)
+	}
 	return recoveryDoc{
 		Node: r.Node, Project: r.Project, Action: string(r.Action), Phase: string(r.Phase), Spec: spec,
 		SpecKeyVersion: r.SpecSeal.KeyVersion, SpecMAC: r.SpecSeal.MAC,
@@ -184,7 +194,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		NextLookAt: r.NextLookAt, Failures: r.Failures, Stockouts: r.Stockouts,
 		SentOps: r.SentOps, Actors: r.Actors, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
 		CreateSentAt: r.CreateSentAt, GoneAt: r.GoneAt, Evidence: evidence,
-		PausedMillis: r.Paused.Milliseconds(),
+		PausedMillis: r.Paused.Milliseconds(), Queue: queue,
 		ZoneMoveNode: r.ZoneMoveNode, ZoneMoveStockouts: r.ZoneMoveStockouts,
 	}, nil
 }
@@ -200,6 +210,12 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 			return remediate.Recovery{}, fmt.Errorf("evidence of %s: %w", d.Node, err)
 		}
 	}
+	var queue *remediate.QueueState
+	if d.Queue != "" {
+		if err := json.Unmarshal([]byte(d.Queue), &queue); err != nil {
+			return remediate.Recovery{}, fmt.Errorf("queue of %s: %w", d.Node, err)
+		}
+	}
 	rec := remediate.Recovery{
 		Node: d.Node, Project: d.Project, Action: remediate.Action(d.Action), Phase: remediate.Phase(d.Phase),
 		Spec: spec, SpecSeal: seal.Seal{KeyVersion: d.SpecKeyVersion, MAC: d.SpecMAC}, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
@@ -208,7 +224,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures, Stockouts: d.Stockouts,
 		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
 		SentOps: d.SentOps, Actors: d.Actors, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
-		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
+		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence, Queue: queue,
 		ZoneMoveNode: d.ZoneMoveNode, ZoneMoveStockouts: d.ZoneMoveStockouts,
 	}
 	rec.LastKind = remediate.KindNamed(d.LastKind)

@@ -119,7 +119,7 @@ const changeSeenReady events.Change = "autoheal-seen-ready"
 // failed create after the resume and the node be created twice. nil when
 // there is nothing to keep, or it is kept already.
 func seenReady(rec *Recovery, node *tpu.Node, now time.Time) *Evidence {
-	if rec == nil || !rec.Unfinished() || rec.Action == ActionReset || rec.Phase != PhaseCreating ||
+	if rec == nil || !rec.Unfinished() || rec.Action == ActionReset || (rec.Phase != PhaseCreating && rec.Phase != PhaseQueued) ||
 		node == nil || !ourGeneration(*rec, node) || !Healthy(node) || createSeen(*rec) {
 		return nil
 	}

@@ -136,7 +136,10 @@ func fallbackOf(rec Recovery, cfg Config) (Fallback, string) {
 		}
 		return f, ""
 	case FallbackQueue:
-		return Fallback{Mode: FallbackWait}, "queue: not carried out by this version: waiting in " + home
+		if why := queueRefusal(rec.Spec); why != "" {
+			return Fallback{Mode: FallbackWait}, why + ": waiting in " + home
+		}
+		return f, ""
 	}
 	return f, ""
 }
@@ -147,6 +150,10 @@ func describeFallback(rec Recovery, cfg Config) string {
 	switch {
 	case why != "":
 		return why
+	case rec.Queue != nil:
+		return describeQueue(rec) // queue.go
+	case f.Mode == FallbackQueue:
+		return fmt.Sprintf("queue:%s: accepted (a queued resource after the first stockout)", shortDur(f.ValidFor))
 	case f.Mode == FallbackZones:
 		return describeZoneMove(rec, f, cfg) // zonemove.go
 	}

@@ -73,7 +73,9 @@ func TestZoneFallbackIsRefusedWithAReason(t *testing.T) {
 		{"a reservation pins it", spec("zones:us-central2-a", func(n *tpu.Node) { n.SchedulingConfig = &tpu.SchedulingConfig{Reserved: true} }),
 			"zones: refused: its spec creates it under a reservation (pinned to us-central2-b): waiting in us-central2-b"},
 		{"a malformed value waits", spec("zones:nowhere", nil), `autoheal-stockout="zones:nowhere": "nowhere" is not a zone such as us-central2-a: waiting in the zone`},
-		{"queue is not carried out yet", spec("queue:6h", nil), "queue: not carried out by this version: waiting in us-central2-b"},
+		{"queue is accepted", spec("queue:6h", nil), "queue:6h: accepted (a queued resource after the first stockout)"},
+		{"a legacy TPU Node is not queued", spec("queue", func(n *tpu.Node) { n.ApiVersion = "V1" }),
+			"queue: refused: a legacy TPU Node (TPU v1 API) has no queued resources: waiting in us-central2-b"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := describeFallback(Recovery{Node: home, Spec: tt.spec, Stockouts: 1}, cfg)

@@ -138,8 +138,8 @@ func PausedTime(p Pause, rec Recovery, now time.Time) time.Duration {
 // it leaves the node deleted until `autoheal resume`, so status lists it
 // first and every sweep writes a WARNING record about it.
 func DeletedWhilePaused(rec *Recovery) bool {
-	if rec == nil || !rec.Unfinished() || rec.Action == ActionReset {
-		return false
+	if rec == nil || !rec.Unfinished() || rec.Action == ActionReset || queuePhase(rec.Phase) {
+		return false // queued: Google's queue goes on provisioning it (queue.go)
 	}
 	switch rec.Phase {
 	case PhaseDeleted, PhaseCreating, PhaseCreated:

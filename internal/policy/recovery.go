@@ -42,8 +42,10 @@ type Effect struct {
 	Kind   EffectKind
 	Target string    // the node, operation or queued resource
 	Spec   *tpu.Node // create: the node to create (createSpec of the saved spec)
-	Due    time.Time // defer
-	Reason string    // defer
+	// QueuedResource: create-queued-resource's queued resource (queue.go).
+	QueuedResource *tpu.QueuedResource
+	Due            time.Time // defer
+	Reason         string    // defer
 	// Warnings are for the record (create: no startup script to resume
 	// training with, say).
 	Warnings []string
@@ -87,13 +89,17 @@ func Advance(rec Recovery, obs Observation, res StepResult, now time.Time, cfg C
 	if rec.Phase.Terminal() {
 		return rec, Effect{}
 	}
+	if queuePhase(rec.Phase) {
+		return advanceQueue(rec, obs, res, now, cfg) // queue.go: its own, raised cap
+	}
 	if !rec.StartedAt.IsZero() && RecoveryAge(rec, now) >= MaxRecoveryAge {
 		return Abandon(rec, fmt.Sprintf("still unfinished %s after it started (phase %s; last error: %s)", MaxRecoveryAge, rec.Phase, orNone(rec.LastError))), Effect{}
 	}
 	if rec.Action == ActionReset {
 		return advanceReset(rec, obs, res, now, cfg)
 	}
-	return advanceRecreate(rec, obs, res, now, cfg)
+	next, eff := advanceRecreate(rec, obs, res, now, cfg)
+	return queueAfterStockout(rec, next, eff, now, cfg) // queue.go
 }
 
 func orNone(s string) string {

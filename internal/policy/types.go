@@ -142,6 +142,10 @@ type Config struct {
 	// takes before it creates in the next zone (AUTOHEAL_STOCKOUT_ZONE_AFTER;
 	// 0 = DefaultStockoutZoneAfter).
 	StockoutZoneAfter int
+	// MaxRequeues is how many times a queued recovery queues again after
+	// its queued resource FAILED or was SUSPENDED (AUTOHEAL_MAX_REQUEUES;
+	// DefaultConfig: DefaultMaxRequeues; 0 = never).
+	MaxRequeues int
 }
 
 // Defaults of the newer policy knobs.
@@ -180,6 +184,7 @@ func DefaultConfig() Config {
 		MaintenanceMax:    DefaultMaintenanceMax,
 		EvidenceWait:      DefaultEvidenceWait,
 		StockoutZoneAfter: DefaultStockoutZoneAfter,
+		MaxRequeues:       DefaultMaxRequeues,
 	}
 }
 
@@ -238,7 +243,8 @@ func (p Phase) Terminal() bool {
 // mid-recovery cannot bypass them. The ledger calls it.
 func CountsAsRecreate(p Phase) bool {
 	switch p {
-	case PhaseDeleting, PhaseDeleted, PhaseCreating, PhaseCreated, PhaseResetting, PhaseReset, PhaseRecovered:
+	case PhaseDeleting, PhaseDeleted, PhaseCreating, PhaseCreated, PhaseResetting, PhaseReset, PhaseRecovered,
+		PhaseQueueCreating, PhaseQueued, PhaseQueueDeleting:
 		return true
 	}
 	return false
@@ -343,6 +349,9 @@ type Recovery struct {
 	// ZoneMoveStockouts is Stockouts when it moved there.
 	ZoneMoveNode      string
 	ZoneMoveStockouts int
+	// Queue is the queue fallback's state (queue.go), nil until a
+	// stockout starts it.
+	Queue *QueueState
 }
 
 // Evidence is what an admin-activity audit entry says about a node with an

@@ -17,7 +17,8 @@ var Actions = []Action{
 // which are read and finished.
 var Phases = []Phase{
 	PhaseClaimed, PhaseDeleting, PhaseDeleted, PhaseCreating, PhaseCreated,
-	PhaseResetting, PhaseReset, PhaseRecovered, PhaseClosed, PhaseAbandoned,
+	PhaseResetting, PhaseReset, PhaseQueueCreating, PhaseQueued, PhaseQueueDeleting,
+	PhaseRecovered, PhaseClosed, PhaseAbandoned,
 	PhaseSaved, PhaseDone, PhaseFailed,
 }
 

@@ -21,7 +21,7 @@ func TestWordsAreDistinctAndNonEmpty(t *testing.T) {
 	for _, o := range Outcomes {
 		check("outcome", string(o))
 	}
-	if len(Actions) != 9 || len(Outcomes) != 7 || len(Phases) != 13 {
+	if len(Actions) != 9 || len(Outcomes) != 7 || len(Phases) != 16 {
 		t.Errorf("%d actions, %d outcomes, %d phases: update the lists when adding a word", len(Actions), len(Outcomes), len(Phases))
 	}
 }

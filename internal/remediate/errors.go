@@ -254,10 +254,15 @@ func FromAPI(err error) error {
 	if ae, ok := apierror.FromError(err); ok {
 		if st := ae.GRPCStatus(); st != nil {
 			text := st.Message() + " " + ae.Reason()
-			if ge := (*googleapi.Error)(nil); errors.As(err, &ge) {
+			ge := (*googleapi.Error)(nil)
+			if errors.As(err, &ge) {
 				text += " " + restText(ge) // a REST error's reasons (ZONE_RESOURCE_POOL_EXHAUSTED)
 			}
 			kind = kindOfCode(st.Code(), text)
+			if ge != nil && st.Code() == codes.Aborted && restStatus(ge) == "ALREADY_EXISTS" {
+				// gax reads every REST 409 as ABORTED; the body says which.
+				kind = KindAlreadyExists
+			}
 		} else if code := ae.HTTPCode(); code > 0 {
 			var ge *googleapi.Error
 			status, text := "", ae.Message()+" "+ae.Reason()

@@ -30,6 +30,11 @@ type TPU interface {
 	GetOperation(ctx context.Context, operation string) (done bool, err error)
 	GetQueuedResource(ctx context.Context, name string) (*tpu.QueuedResource, error)
 	ResetQueuedResource(ctx context.Context, name string) (operation string, err error)
+	// CreateQueuedResource and DeleteQueuedResource are the queue
+	// fallback's (policy/queue.go): a recreate refused for capacity becomes
+	// a queued resource; a FAILED or SUSPENDED one of ours is deleted.
+	CreateQueuedResource(ctx context.Context, parent, id string, q *tpu.QueuedResource) (operation string, err error)
+	DeleteQueuedResource(ctx context.Context, name string) (operation string, err error)
 }
 
 // Store is the ledger: dedupe, claims, spec snapshots, history, deferrals.

@@ -101,7 +101,7 @@ func (h *Handler) describeEnd(rec Recovery, failuresBefore int, r *Record) {
 // sendsCall reports whether an effect is a mutating call whose audit entry
 // will name the process's identity.
 func sendsCall(k EffectKind) bool {
-	return k == EffectDelete || k == EffectCreate || k == EffectReset
+	return k == EffectDelete || k == EffectCreate || k == EffectReset || k == EffectCreateQR || k == EffectDeleteQR
 }
 
 // changed reports whether next differs from rec in anything the ledger
@@ -162,6 +162,8 @@ func (h *Handler) effect(ctx context.Context, rec Recovery, eff Effect, obs *Obs
 			res.Operation = op
 			return op, err
 		})
+	case EffectCreateQR, EffectDeleteQR:
+		res = h.queueEffect(ctx, eff, r) // queue_act.go
 	case EffectMarkReset:
 		first, err := h.Store.MarkEvent(ctx, "reset:"+eff.Target, h.now().Add(resetMarkTTL(h.Config)))
 		res.First, res.Err = first, err

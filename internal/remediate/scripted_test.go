@@ -2,6 +2,7 @@ package remediate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -290,4 +291,19 @@ func (e *sEnv) dump(t *testing.T) {
 	e.f.mu.Lock()
 	defer e.f.mu.Unlock()
 	t.Logf("calls: %q", e.f.calls)
+}
+
+// The queue fallback's calls: scriptedTPU has no capacity to queue for.
+func (f *scriptedTPU) CreateQueuedResource(ctx context.Context, parent, id string, q *tpu.QueuedResource) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log("create-queued-resource " + parent + "/queuedResources/" + id)
+	return "", &remediate.Error{Kind: remediate.KindPermanent, Err: errors.New("scriptedTPU: no queued resources")}
+}
+
+func (f *scriptedTPU) DeleteQueuedResource(ctx context.Context, name string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log("delete-queued-resource " + name)
+	return "", scriptedNotFound()
 }

@@ -97,7 +97,7 @@ func (h *Handler) checkSeal(ctx context.Context, rec, next Recovery, eff Effect,
 		}
 		return next, eff, nil
 	}
-	if eff.Kind != EffectDelete && eff.Kind != EffectCreate {
+	if eff.Kind != EffectDelete && eff.Kind != EffectCreate && eff.Kind != EffectCreateQR {
 		return next, eff, nil
 	}
 	switch err := h.verifySpec(ctx, next); {
@@ -110,7 +110,7 @@ func (h *Handler) checkSeal(ctx context.Context, rec, next Recovery, eff Effect,
 		}
 		return next, eff, nil
 	case errors.Is(err, seal.ErrNotVerified):
-		verb := map[EffectKind]string{EffectDelete: "deleted for it", EffectCreate: "created from it"}[eff.Kind]
+		verb := map[EffectKind]string{EffectDelete: "deleted for it", EffectCreate: "created from it", EffectCreateQR: "queued from it"}[eff.Kind]
 		why := fmt.Sprintf("saved spec tampered with (%v): the node is not %s; the ledger's spec was changed or written by someone else: check who can write the ledger (autoheal preflight)", err, verb)
 		if next.SpecSeal.IsZero() {
 			why += "; a spec saved by a version before seals has none: see docs/security.md"

@@ -108,6 +108,20 @@ func (t budgetTPU) ResetQueuedResource(ctx context.Context, name string) (string
 	return t.TPU.ResetQueuedResource(ctx, name)
 }
 
+func (t budgetTPU) CreateQueuedResource(ctx context.Context, parent, id string, q *tpu.QueuedResource) (string, error) {
+	if !t.b.take() {
+		return "", errBudget
+	}
+	return t.TPU.CreateQueuedResource(ctx, parent, id, q)
+}
+
+func (t budgetTPU) DeleteQueuedResource(ctx context.Context, name string) (string, error) {
+	if !t.b.take() {
+		return "", errBudget
+	}
+	return t.TPU.DeleteQueuedResource(ctx, name)
+}
+
 // budgetMaintenance is remediate.MaintenanceTPU within the budget.
 type budgetMaintenance struct {
 	m remediate.MaintenanceTPU

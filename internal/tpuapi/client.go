@@ -125,6 +125,28 @@ func (c *Client) ResetQueuedResource(ctx context.Context, name string) (string, 
 	return op.Name, nil
 }
 
+// CreateQueuedResource starts creating parent/queuedResources/id from q
+// and returns the operation's name (v2 queuedResources.create: its spot
+// and guaranteed tiers, reservation and queueing policy are all the queue
+// fallback sends; v2alpha1's best-effort tier is not used).
+func (c *Client) CreateQueuedResource(ctx context.Context, parent, id string, q *tpu.QueuedResource) (string, error) {
+	op, err := c.svc.Projects.Locations.QueuedResources.Create(parent, q).QueuedResourceId(id).Context(ctx).Do() // rest: tpu.projects.locations.queuedResources.create
+	if err != nil {
+		return "", fmt.Errorf("create queued resource %s/queuedResources/%s: %w", parent, id, remediate.FromAPI(err))
+	}
+	return op.Name, nil
+}
+
+// DeleteQueuedResource starts deleting a queued resource and its nodes
+// (force) and returns the operation's name.
+func (c *Client) DeleteQueuedResource(ctx context.Context, name string) (string, error) {
+	op, err := c.svc.Projects.Locations.QueuedResources.Delete(name).Force(true).Context(ctx).Do() // rest: tpu.projects.locations.queuedResources.delete
+	if err != nil {
+		return "", fmt.Errorf("delete queued resource %s: %w", name, remediate.FromAPI(err))
+	}
+	return op.Name, nil
+}
+
 // GetOperation looks at an operation once (tpu.operations.get): done false
 // while it runs; done true when it finished, with the operation's error
 // classified by its google.rpc code (RESOURCE_EXHAUSTED a stockout,

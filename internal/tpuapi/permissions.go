@@ -19,4 +19,7 @@ var Permissions = []string{
 	"tpu.nodes.delete",   // DeleteNode
 	"tpu.operations.get", // WaitOperation
 	"tpu.nodes.reset",    // ResetQueuedResource (the API checks tpu.nodes.reset)
+	// CreateQueuedResource and DeleteQueuedResource (the queue fallback)
+	// are taken to be checked as tpu.nodes.create and tpu.nodes.delete,
+	// listed above, by the same reasoning.
 }

@@ -181,3 +181,13 @@ func (r Router) GetQueuedResource(ctx context.Context, name string) (*tpu.Queued
 func (r Router) ResetQueuedResource(ctx context.Context, name string) (string, error) {
 	return r.V2.ResetQueuedResource(ctx, name)
 }
+
+// CreateQueuedResource creates through V2: only TPU VMs have queued resources.
+func (r Router) CreateQueuedResource(ctx context.Context, parent, id string, q *tpu.QueuedResource) (string, error) {
+	return r.V2.CreateQueuedResource(ctx, parent, id, q)
+}
+
+// DeleteQueuedResource deletes through V2.
+func (r Router) DeleteQueuedResource(ctx context.Context, name string) (string, error) {
+	return r.V2.DeleteQueuedResource(ctx, name)
+}

@@ -60,7 +60,10 @@ func (s *Server) newOperation(rpc, verb, target string) *operation {
 // only at the timed operations still running (s.timed), not every operation
 // the server ever started: a long replay would otherwise pay for all its
 // past recreates on every request.
-func (s *Server) tick() { s.tickUntil(s.now()) }
+func (s *Server) tick() {
+	s.tickUntil(s.now())
+	s.tickQueued() // queued.go
+}
 
 // tickUntil finishes the timed operations done by t, in the order of their
 // done-at times (then of their start), so that a schedule replays the same
@@ -291,6 +294,16 @@ func (s *Server) rollBack(op *operation, status *tpu.Status) {
 		if n, ok := s.nodes[op.target]; ok && n.State == "CREATING" {
 			s.removeNode(op.target)
 		}
+	case "queuedResources.create": // queued.go
+		if _, ok := s.qrs[op.target]; ok {
+			s.touchQR(op.target)
+			delete(s.qrs, op.target)
+		}
+	case "queuedResources.delete":
+		if q, ok := s.qrs[op.target]; ok && qrState(q) == "DELETING" {
+			s.touchQR(op.target)
+			q.State = &tpu.QueuedResourceState{State: "FAILED", StateInitiator: "SERVICE", FailedData: &tpu.FailedData{Error: status}}
+		}
 	case "nodes.delete":
 		if n, ok := s.nodes[op.target]; ok && n.State == "DELETING" && n.Id == op.nodeID {
 			s.touch(op.target)
@@ -358,9 +371,11 @@ type finishedOp struct {
 
 // responseType is the response message of each operation.
 var responseType = map[string]string{
-	"nodes.create":          "google.cloud.tpu.v2.Node",
-	"nodes.delete":          "google.protobuf.Empty",
-	"queuedResources.reset": "google.cloud.tpu.v2.QueuedResource",
+	"nodes.create":           "google.cloud.tpu.v2.Node",
+	"nodes.delete":           "google.protobuf.Empty",
+	"queuedResources.reset":  "google.cloud.tpu.v2.QueuedResource",
+	"queuedResources.create": "google.cloud.tpu.v2.QueuedResource",
+	"queuedResources.delete": "google.protobuf.Empty",
 }
 
 // typed is v's JSON object with an "@type" (google.protobuf.Any) added.

@@ -18,7 +18,8 @@
 // nth call, and runs on the server's clock (WithClock).
 //
 // It implements only what tpu-autoheal calls: nodes get/list/create/delete,
-// operations get, queuedResources get and reset. Anything else is answered
+// operations get, queuedResources get, reset, create and delete (queued
+// resources wait for capacity: queued.go). Anything else is answered
 // UNIMPLEMENTED. It must never reach the network beyond its own loopback
 // listener, and nothing outside tests and replay may depend on it.
 package tpufake
@@ -228,6 +229,9 @@ type Server struct {
 	audit       auditLog // admin-activity entries (audit.go)
 	busy        inFlight // requests being served (WaitIdle)
 	caller      string   // WithCaller: the principal of API calls
+
+	queued         map[string]*queuedInfo // queued resources created through the API (queued.go)
+	queueProvision time.Duration          // WithQueueProvisioning
 }
 
 type countKey struct{ rpc, name string }
@@ -534,8 +538,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf("INVALID_ARGUMENT", "read body: %v", err))
 		return
 	}
-	rt := maintenanceRoute(r, parseRoute(r)) // maintenance.go
-	s.runDue()                               // faults.go: effects and acts whose time has come
+	rt := queuedRoute(r, maintenanceRoute(r, parseRoute(r))) // maintenance.go, queued.go
+	s.runDue()                                               // faults.go: effects and acts whose time has come
 
 	s.mu.Lock()
 	s.tick()
@@ -638,6 +642,8 @@ func (s *Server) dispatch(r *http.Request, rt route, body []byte) (resp any, e *
 		resp, e = s.getQueuedResource(rt.name, rt.asOf)
 	case "queuedResources.reset":
 		resp, e = s.resetQueuedResource(rt.name)
+	case "queuedResources.create", "queuedResources.delete":
+		resp, e = s.serveQueued(rt, r, body) // queued.go
 	case "nodes.patch", "nodes.getGuestAttributes", "nodes.performMaintenance", "queuedResources.performMaintenanceQueuedResource":
 		resp, e = s.serveMaintenance(rt, r, body) // maintenance.go
 	default:

@@ -132,3 +132,13 @@ func (c *Client) GetQueuedResource(_ context.Context, name string) (*tpu.QueuedR
 func (c *Client) ResetQueuedResource(_ context.Context, name string) (string, error) {
 	return "", fmt.Errorf("reset queued resource %s: %w", name, ErrNoQueuedResources)
 }
+
+// CreateQueuedResource always fails with ErrNoQueuedResources.
+func (c *Client) CreateQueuedResource(_ context.Context, parent, id string, _ *tpu.QueuedResource) (string, error) {
+	return "", fmt.Errorf("create queued resource %s/queuedResources/%s: %w", parent, id, ErrNoQueuedResources)
+}
+
+// DeleteQueuedResource always fails with ErrNoQueuedResources.
+func (c *Client) DeleteQueuedResource(_ context.Context, name string) (string, error) {
+	return "", fmt.Errorf("delete queued resource %s: %w", name, ErrNoQueuedResources)
+}

@@ -771,6 +771,20 @@ run "stockout_zone_after" {
   expect_failures = [var.stockout_zone_after]
 }
 
+run "max_requeues" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    max_requeues = -1
+  }
+
+  expect_failures = [var.max_requeues]
+}
+
 run "resume_watch" {
   command = plan
 
