@@ -308,14 +308,7 @@ func TestStatusListsPausedDeletedNodesFirst(t *testing.T) {
 	if _, err := runLedgerCmd(t, "pause", "--project", "proj-a", "--reason", "INC-9", "--by", "alice", "--ledger-project", "host-proj"); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runLedgerCmd(t, "status", "--format", "json", "--ledger-project", "host-proj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep statusReport
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("status JSON: %v\n%s", err, out)
-	}
+	rep := statusJSON(t)
 	var got []string
 	for _, r := range rep.Unfinished {
 		got = append(got, fmt.Sprintf("%s %v", r.Node, r.DeletedWhilePaused))

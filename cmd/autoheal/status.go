@@ -83,6 +83,9 @@ type statusRecovery struct {
 	// DeletedWhilePaused: the recovery deleted the node and a pause holds
 	// it back: the node stays deleted until resume (listed first).
 	DeletedWhilePaused bool `json:"deletedWhilePaused,omitempty"`
+	// ZoneMovedTo: a zones: fallback moved the node; its full name in the
+	// zone it went to (the recovery stays under the home zone's name).
+	ZoneMovedTo string `json:"zoneMovedTo,omitempty"`
 }
 
 // statusNodeHistory is status --node's JSON output
@@ -113,6 +116,7 @@ func recoveryStatus(r remediate.Recovery) statusRecovery {
 	return statusRecovery{
 		Node: r.Node, Action: string(r.Action), Phase: string(r.Phase), Generation: r.Generation, Attempts: r.Attempts,
 		Holder: r.Holder, LeaseUntil: r.LeaseUntil, StartedAt: r.StartedAt, SpecSaved: r.Spec != nil, LastError: r.LastError,
+		ZoneMovedTo: r.ZoneMoveNode,
 	}
 }
 
@@ -257,6 +261,9 @@ func printStatus(w io.Writer, rep statusReport) error {
 			p.printf("  DELETED WHILE PAUSED (created again only after autoheal resume):")
 		}
 		p.printf("  %s  %s gen %d %s, attempt %d, held by %s until %s", r.Node, r.Action, r.Generation, r.Phase, r.Attempts, r.Holder, ts(r.LeaseUntil))
+		if r.ZoneMovedTo != "" {
+			p.printf(", moved to %s", r.ZoneMovedTo)
+		}
 		if r.LastError != "" {
 			p.printf(": %s", r.LastError)
 		}
@@ -297,6 +304,9 @@ func printNodeStatus(w io.Writer, format, node string, h remediate.History) erro
 	}
 	if r := st.Recovery; r != nil {
 		p.printf("  recovery: %s gen %d %s, attempt %d, held by %s until %s, spec saved: %t", r.Action, r.Generation, r.Phase, r.Attempts, r.Holder, ts(r.LeaseUntil), r.SpecSaved)
+		if r.ZoneMovedTo != "" {
+			p.printf(", moved to %s", r.ZoneMovedTo)
+		}
 		if r.LastError != "" {
 			p.printf(": %s", r.LastError)
 		}

@@ -136,6 +136,9 @@ type recoveryDoc struct {
 	Evidence         string    `firestore:"evidence"` // JSON of the kept entries
 	Stockouts        int       `firestore:"stockouts"`
 	Queue            string    `firestore:"queue"` // JSON of Recovery.Queue (the queue fallback), "" for none
+	// A zones: fallback's move (policy/zonemove.go).
+	ZoneMoveNode      string `firestore:"zoneMoveNode"`
+	ZoneMoveStockouts int    `firestore:"zoneMoveStockouts"`
 }
 
 func (d recoveryDoc) fields() map[string]any {
@@ -153,6 +156,7 @@ func (d recoveryDoc) fields() map[string]any {
 		"stockouts":    d.Stockouts,
 		"queue":        d.Queue,
 		"pausedMillis": d.PausedMillis,
+		"zoneMoveNode": d.ZoneMoveNode, "zoneMoveStockouts": d.ZoneMoveStockouts,
 	}
 }
 
@@ -191,6 +195,7 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		SentOps: r.SentOps, Actors: r.Actors, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
 		CreateSentAt: r.CreateSentAt, GoneAt: r.GoneAt, Evidence: evidence,
 		PausedMillis: r.Paused.Milliseconds(), Queue: queue,
+		ZoneMoveNode: r.ZoneMoveNode, ZoneMoveStockouts: r.ZoneMoveStockouts,
 	}, nil
 }
 
@@ -220,6 +225,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
 		SentOps: d.SentOps, Actors: d.Actors, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
 		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence, Queue: queue,
+		ZoneMoveNode: d.ZoneMoveNode, ZoneMoveStockouts: d.ZoneMoveStockouts,
 	}
 	rec.LastKind = remediate.KindNamed(d.LastKind)
 	if d.LastKind == "" {

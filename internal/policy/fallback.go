@@ -155,9 +155,7 @@ func describeFallback(rec Recovery, cfg Config) string {
 	case f.Mode == FallbackQueue:
 		return fmt.Sprintf("queue:%s: accepted (a queued resource after the first stockout)", shortDur(f.ValidFor))
 	case f.Mode == FallbackZones:
-		_, _, home, _, _ := ParseNodeName(rec.Node)
-		return fmt.Sprintf("zones:%s: accepted (another zone after %d stockouts; %d so far), but creating in another zone is not carried out by this version: waiting in %s",
-			strings.Join(f.Zones, ","), stockoutZoneAfter(cfg), rec.Stockouts, home)
+		return describeZoneMove(rec, f, cfg) // zonemove.go
 	}
 	return FallbackWait
 }

@@ -64,7 +64,7 @@ func TestZoneFallbackIsRefusedWithAReason(t *testing.T) {
 		want string
 	}{
 		{"no metadata waits", &tpu.Node{}, "wait"},
-		{"a zone of the region watched is used", spec("zones:us-central2-a", nil), "zones:us-central2-a: accepted (another zone after 3 stockouts; 1 so far), but creating in another zone is not carried out by this version: waiting in us-central2-b"},
+		{"a zone of the region watched is used", spec("zones:us-central2-a", nil), "zones:us-central2-a: accepted: another zone after 3 stockouts in us-central2-b (1 so far)"},
 		{"a zone of another region is refused", spec("zones:europe-west4-a", nil),
 			"zones: refused: europe-west4-a is in region europe-west4, not the node's region us-central2 (same region only): waiting in us-central2-b"},
 		{"a zone not watched is refused", spec("zones:us-central2-c", nil), "zones: refused: us-central2-c is not in AUTOHEAL_ZONES (us-central2-b,us-central2-a,europe-west4-a): waiting in us-central2-b"},

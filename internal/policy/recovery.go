@@ -114,7 +114,7 @@ func orNone(s string) string {
 func get(rec Recovery, res StepResult, now time.Time, cfg Config) (next Recovery, eff Effect, ok bool) {
 	switch {
 	case res.Effect != EffectGet:
-		return rec, Effect{Kind: EffectGet, Target: rec.Node}, false
+		return rec, Effect{Kind: EffectGet, Target: zoneTarget(rec)}, false
 	case res.Err != nil:
 		next, eff = fail(rec, "get", res.Err, now, cfg)
 		return next, eff, false
@@ -180,9 +180,14 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 		if rec.Spec == nil {
 			return Abandon(rec, "no saved spec to create the node from"), Effect{}
 		}
+		next, eff, hold := zoneMove(rec, obs, res, now, cfg) // zonemove.go
+		if hold {
+			return next, eff
+		}
+		rec = next
 		spec, warnings := CreateSpec(rec.Spec, rec.Generation, cfg)
 		rec.Phase, rec.CreateOp, rec.CreateSentAt, rec.GoneAt = PhaseCreating, "", now, time.Time{}
-		return rec, Effect{Kind: EffectCreate, Target: rec.Node, Spec: spec, Warnings: warnings}
+		return rec, Effect{Kind: EffectCreate, Target: zoneTarget(rec), Spec: zoneMoveSpec(rec, spec), Warnings: warnings}
 
 	case PhaseCreating:
 		return advanceCreating(rec, obs, res, now, cfg)
@@ -467,10 +472,11 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectCreate && IsAlreadyExists(res.Err):
-		return rec, Effect{Kind: EffectGet, Target: rec.Node} // whose node is it?
+		return rec, Effect{Kind: EffectGet, Target: zoneTarget(rec)} // whose node is it?
 	case res.Effect == EffectCreate && isExhausted(res.Err):
 		rec.Phase = PhaseDeleted
-		return fail(rec, "create", res.Err, now, cfg)
+		rec, eff := fail(rec, "create", res.Err, now, cfg)
+		return zoneMoveSoon(rec, now, cfg), eff
 	case res.Effect == EffectCreate:
 		// Refused, or its answer lost: read the node next time.
 		return fail(rec, "create", res.Err, now, cfg)
@@ -478,19 +484,20 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 		return rec, Effect{Kind: EffectPoll, Target: rec.CreateOp}
 	case rec.CreateOp != "" && !res.Done && IsNotFound(res.Err):
 		rec.CreateOp = ""
-		return rec, Effect{Kind: EffectGet, Target: rec.Node}
+		return rec, Effect{Kind: EffectGet, Target: zoneTarget(rec)}
 	case rec.CreateOp != "" && !res.Done && res.Err != nil:
 		return fail(rec, "poll-create", res.Err, now, cfg)
 	case rec.CreateOp != "" && !res.Done:
 		return wait(rec, now, cfg, "", false)
 	case rec.CreateOp != "" && res.Err == nil:
 		rec.Phase, rec.CreateOp = PhaseCreated, ""
-		return rec, Effect{Kind: EffectGet, Target: rec.Node}
+		return rec, Effect{Kind: EffectGet, Target: zoneTarget(rec)}
 	case rec.CreateOp != "":
 		// The create's operation failed: never polled again. The recovery
 		// returns to "deleted, spec saved" and creates again later.
 		rec.Phase, rec.CreateOp = PhaseDeleted, ""
-		return fail(rec, "create operation", res.Err, now, cfg)
+		rec, eff := fail(rec, "create operation", res.Err, now, cfg)
+		return zoneMoveSoon(rec, now, cfg), eff
 	}
 	next, eff, ok := get(rec, res, now, cfg)
 	if !ok {

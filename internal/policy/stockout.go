@@ -81,7 +81,7 @@ func RefusalOf(rec Recovery, cfg Config) *Refusal {
 	if i < 0 {
 		return nil
 	}
-	_, _, zone, _, _ := ParseNodeName(rec.Node)
+	_, _, zone, _, _ := ParseNodeName(zoneTarget(rec)) // where the create was sent
 	msg := rec.LastError[i+len(mark):]
 	r := &Refusal{Kind: k.String(), Scope: QuotaScope(k, msg), Zone: zone, Message: msg,
 		Stockouts: rec.Stockouts, RetryAt: rec.NextLookAt}

@@ -343,6 +343,12 @@ type Recovery struct {
 	// Stockouts counts this incident's creates refused for capacity: the
 	// nth waits StockoutDelay(n).
 	Stockouts int
+	// ZoneMoveNode is where an autoheal-stockout zones: fallback sends the
+	// node: its full name in the zone it is created in ("" = Node, its
+	// home). The recovery stays under Node's key (zonemove.go).
+	// ZoneMoveStockouts is Stockouts when it moved there.
+	ZoneMoveNode      string
+	ZoneMoveStockouts int
 	// Queue is the queue fallback's state (queue.go), nil until a
 	// stockout starts it.
 	Queue *QueueState
@@ -466,6 +472,9 @@ type Record struct {
 	// for capacity (a stockout) or quota: the zone, the scope and the API's
 	// wording.
 	Refusal *Refusal
+	// ZoneMovedTo is, on the record of a recovery a zones: fallback moved,
+	// the node's full name in the zone it went to.
+	ZoneMovedTo string
 	// Outcome is set on the record of a decision that ended a recovery, an
 	// attempt of one, or a maintenance step (see the Outcome constants); the
 	// log-based metrics and `autoheal report` count these words.

@@ -70,6 +70,8 @@ import (
 //	                 zone, message (the API's wording), stockouts, retryAt,
 //	                 fallback (stockouts: what metadata autoheal-stockout asked, and
 //	                 what is done: wait, zones:…, or why it was refused)}
+//	zoneMovedTo      on the records of a recovery a zones: fallback moved: the
+//	                 node's full name in the zone it was created in
 //	recordError      (stdout only) why Cloud Logging refused the record
 const (
 	LabelApp    = "app"
@@ -168,6 +170,7 @@ type payload struct {
 	Outcome         string          `json:"outcome,omitempty"`
 	TimeToRecover   float64         `json:"timeToRecoverSeconds,omitempty"`
 	Refusal         *refusalPayload `json:"refusal,omitempty"`
+	ZoneMovedTo     string          `json:"zoneMovedTo,omitempty"`
 }
 
 // refusalPayload is a create refused for capacity (stockout) or quota.
@@ -203,6 +206,7 @@ func Payload(r remediate.Record) (map[string]any, error) {
 		Chips:           r.Chips,
 		Outcome:         string(r.Outcome),
 		TimeToRecover:   r.TimeToRecover.Seconds(),
+		ZoneMovedTo:     r.ZoneMovedTo,
 	}
 	if f := r.Refusal; f != nil {
 		p.Refusal = &refusalPayload{Kind: f.Kind, Scope: f.Scope, Zone: f.Zone, Message: f.Message, Stockouts: f.Stockouts, Fallback: f.Fallback}

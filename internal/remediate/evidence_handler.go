@@ -31,7 +31,8 @@ func (h *Handler) Evidence(ctx context.Context, ev events.Event) (Record, error)
 		}
 	}
 	var kept []string
-	for _, n := range nodes {
+	for i := 0; i < len(nodes); i++ {
+		n := nodes[i]
 		if n == "" {
 			continue
 		}
@@ -41,6 +42,13 @@ func (h *Handler) Evidence(ctx context.Context, ev events.Event) (Record, error)
 		}
 		if ok {
 			kept = append(kept, n)
+		}
+		if !ok && i == 0 && e.QueuedResource == "" { // a node a zones: fallback moved (zonemove_handler.go)
+			homes, err := h.zoneMoveHomes(ctx, n)
+			if err != nil {
+				return Record{}, &ActError{Step: "evidence", Node: n, Transient: true, Err: err}
+			}
+			nodes = append(nodes, homes...)
 		}
 	}
 	if len(kept) > 0 {

@@ -200,6 +200,10 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 		obs.Maintenance = h.ourMaintenance(ctx, obs.Node) // maintenance_exempt.go
 	}
 	d := Decide(ev, obs, hist, now, cfg)
+	if d, err = h.zoneMoveGuard(ctx, name, obs, d, now); err != nil { // zonemove_handler.go
+		r.Action, r.Reason = ActionSkip, "ledger unavailable: not decided"
+		return h.finish(ctx, ev, r, &ActError{Step: "history", Node: name, Transient: true, Err: err}, "")
+	}
 	r.Action, r.Reason = d.Action, d.Reason
 	if hist.Pause != nil && DeletedWhilePaused(hist.Recovery) && d.Action == ActionSkip {
 		// A person should see this one: the node is down until resume.

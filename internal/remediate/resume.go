@@ -339,7 +339,11 @@ func (w *ResumeWatcher) Check(ctx context.Context, node *tpu.Node, inc Incident)
 	expired := !inc.HealthyAt.IsZero() && now.Sub(inc.HealthyAt) >= w.watch()
 
 	start := now
-	attrs, err := w.Guest.GetGuestAttributes(ctx, inc.Node, GuestQueryPath)
+	at := inc.Node
+	if node != nil && node.Name != "" {
+		at = node.Name // where it is: a zones: fallback may have moved it (zonemove_handler.go)
+	}
+	attrs, err := w.Guest.GetGuestAttributes(ctx, at, GuestQueryPath)
 	step := Step{Name: StepGuestAttributes, Start: start, Duration: w.Now().Sub(start)}
 	if err != nil {
 		step.Err = err.Error()

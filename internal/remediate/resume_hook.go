@@ -22,6 +22,12 @@ func (h *Handler) resumeHook(ctx context.Context, node *tpu.Node, r Record, err 
 	if r.Outcome != OutcomeRecovered && r.Action != ActionRecord {
 		return
 	}
+	if moved, err := h.zoneMoveResumeCheck(ctx, node, r); moved || err != nil { // zonemove_handler.go
+		if err != nil {
+			h.Log.Warn("resume check failed; the next sweep checks again", "node", node.Name, "error", err.Error())
+		}
+		return
+	}
 	if _, _, err := h.Resume.CheckNode(ctx, node); err != nil {
 		h.Log.Warn("resume check failed; the next sweep checks again", "node", node.Name, "error", err.Error())
 	}
@@ -40,7 +46,11 @@ func (h *Handler) checkOpenIncidents(ctx context.Context, res *SweepResult) {
 	get := func(ctx context.Context, name string) (*tpu.Node, error) {
 		cctx, cancel := context.WithTimeout(ctx, h.CallTimeout)
 		defer cancel()
-		return h.TPU.GetNode(cctx, name)
+		n, err := h.TPU.GetNode(cctx, name)
+		if IsNotFound(err) {
+			return h.zoneMovedNode(cctx, name, err) // zonemove_handler.go
+		}
+		return n, err
 	}
 	recs, err := h.Resume.CheckOpen(ctx, get)
 	res.Records = append(res.Records, recs...)

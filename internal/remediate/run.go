@@ -63,6 +63,7 @@ func (h *Handler) run(ctx context.Context, rec Recovery, obs *Observation, r *Re
 // describeEnd puts the recovery's state into the record.
 func (h *Handler) describeEnd(rec Recovery, failuresBefore int, r *Record) {
 	r.Phase, r.Generation = rec.Phase, rec.Generation
+	r.ZoneMovedTo = rec.ZoneMoveNode // policy/zonemove.go
 	switch rec.Phase {
 	case PhaseRecovered:
 		r.Outcome = OutcomeRecovered

@@ -130,6 +130,11 @@ func TestStockoutRetriesAreJitteredAndRecoverWhenCapacityReturns(t *testing.T) {
 	if worst > 4 {
 		t.Errorf("%d retries in one second, want at most 4", worst)
 	}
+	// Seed 23 exactly, as docs/capacity.md quotes it: a change of the draw
+	// or of the back-off shows here first.
+	if got, want := spread.Round(time.Millisecond), 58602*time.Millisecond; got != want || len(retries) != 96 || worst != 3 {
+		t.Errorf("seed 23: spread %s, %d retries, at most %d in a second; want %s, 96, 3", got, len(retries), worst, want)
+	}
 	if got := e.fake.Succeeded("nodes.create"); got != n {
 		t.Errorf("%d successful creates, want %d", got, n)
 	}

@@ -92,6 +92,10 @@ type Incident struct {
 	// Job is the job the node belongs to as its records name it (metadata
 	// autoheal-job, or its queued resource); "" when they do not.
 	Job string
+	// ZoneMovedTo is where an autoheal-stockout zones: fallback moved the
+	// node (its full name in that zone), as its last record saying so
+	// names it; "" when it stayed.
+	ZoneMovedTo string
 }
 
 // ChipHoursLost is Downtime × Chips, in chip-hours.
@@ -304,6 +308,9 @@ func (b *builder) add(r Record) {
 	}
 	if in.Job == "" {
 		in.Job = r.Job
+	}
+	if r.ZoneMovedTo != "" {
+		in.ZoneMovedTo = r.ZoneMovedTo
 	}
 	for _, s := range r.Steps {
 		if s.Name == "create" && s.Start.After(b.lastCreate) {

@@ -44,6 +44,9 @@ type Record struct {
 	// Job names the job the node belongs to: its spec's metadata
 	// autoheal-job, else its queued resource; "" when neither is known.
 	Job string
+	// ZoneMovedTo is where a zones: fallback moved the node (its full
+	// name in that zone); "" when it did not.
+	ZoneMovedTo string
 }
 
 // JobMetadataKey is the node metadata key that names the job it belongs
@@ -97,6 +100,7 @@ type wirePayload struct {
 		Kind string `json:"kind"`
 		Zone string `json:"zone"`
 	} `json:"refusal"`
+	ZoneMovedTo string `json:"zoneMovedTo"`
 }
 
 // wireObject is one input object: a stdout record line (the payload's
@@ -263,6 +267,7 @@ func (p *wirePayload) record(timestamp string) (Record, error) {
 		Action: p.Action, Reason: p.Reason, Node: p.Node, Zone: p.Zone, Cause: p.Cause,
 		InsertID: p.InsertID, DryRun: p.DryRun, Phase: p.Phase, Generation: p.Generation,
 		Err: p.Error, AcceleratorType: p.AcceleratorType, Chips: p.Chips, Outcome: p.Outcome,
+		ZoneMovedTo: p.ZoneMovedTo,
 	}
 	if r.AcceleratorType == "" && p.Spec != nil {
 		r.AcceleratorType = p.Spec.AcceleratorType

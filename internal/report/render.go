@@ -94,6 +94,11 @@ func WriteText(w io.Writer, incs []Incident, s Summary) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, in := range incs {
+		if in.ZoneMovedTo != "" {
+			fmt.Fprintf(w, "%s was created in another zone (autoheal-stockout zones:): now %s\n", ShortNode(in.Node), in.ZoneMovedTo)
+		}
+	}
 	for _, l := range SummaryLines(s) {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err
@@ -201,6 +206,9 @@ type JSONIncident struct {
 	// zero.
 	CapacityWaitSeconds float64 `json:"capacityWaitSeconds,omitempty"`
 	Job                 string  `json:"job,omitempty"`
+	// ZoneMovedTo is where a zones: fallback moved the node; omitted
+	// when it stayed.
+	ZoneMovedTo string `json:"zoneMovedTo,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -220,7 +228,7 @@ func JSONOf(in Incident) JSONIncident {
 		Start: in.Start.UTC(), Detected: in.Detected.UTC(), Recovered: timePtr(in.Recovered), Resumed: timePtr(in.Resumed),
 		Outcome: in.Outcome, Reason: in.Reason, DowntimeSeconds: round3(in.Downtime.Seconds()),
 		ChipHoursLost: round3(in.ChipHoursLost()), Phases: []JSONPhase{},
-		CapacityWaitSeconds: round3(in.CapacityWait.Seconds()), Job: in.Job,
+		CapacityWaitSeconds: round3(in.CapacityWait.Seconds()), Job: in.Job, ZoneMovedTo: in.ZoneMovedTo,
 	}
 	if in.LostProgressKnown {
 		s := round3(in.LostProgress.Seconds())
