@@ -56,7 +56,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 	case len(values) > 1:
 		for i, v := range values {
 			if v[0] != '{' {
-				return Fleet{}, fmt.Errorf("fleet: value %d of %d: concatenated values must each be an instance object (as instances describe --format=json prints it), got %q...", i+1, len(values), firstBytes(v))
+				return Fleet{}, fmt.Errorf("fleet: value %d of %d: concatenated values must each be an instance object (as instances describe --format=json prints it), got %q…", i+1, len(values), firstBytes(v))
 			}
 		}
 		rawInstances = values
@@ -91,7 +91,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			return Fleet{}, jsonError("instanceGroupManagers", keys["instanceGroupManagers"], err)
 		}
 	default:
-		return Fleet{}, fmt.Errorf("fleet: want a JSON array or object, got %q...", firstBytes(data))
+		return Fleet{}, fmt.Errorf("fleet: want a JSON array or object, got %q…", firstBytes(data))
 	}
 
 	f := Fleet{Instances: make([]*compute.Instance, 0, len(rawInstances))}

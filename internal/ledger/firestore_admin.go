@@ -48,7 +48,7 @@ func breakerFromSnapshot(s *firestore.DocumentSnapshot) (breakerState, error) {
 		return breakerState{}, fmt.Errorf("read %s: %w", s.Ref.Path, err)
 	}
 	sort.Slice(d.Starts, func(i, j int) bool { return d.Starts[i].Before(d.Starts[j]) })
-	return breakerState{Zone: d.Zone, Starts: d.Starts, TrippedUntil: d.TrippedUntil, PauseSeq: d.PauseSeq}, nil
+	return breakerState(d), nil
 }
 
 // pauseDoc is the pauses document of one pause.

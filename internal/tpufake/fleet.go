@@ -59,7 +59,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 		for i, v := range values {
 			var keys map[string]json.RawMessage
 			if v[0] != '{' || json.Unmarshal(v, &keys) != nil {
-				return Fleet{}, fmt.Errorf("fleet: value %d of %d: concatenated values must each be a node object (as tpu-vm describe --format=json prints it), got %q...", i+1, len(values), firstBytes(v))
+				return Fleet{}, fmt.Errorf("fleet: value %d of %d: concatenated values must each be a node object (as tpu-vm describe --format=json prints it), got %q…", i+1, len(values), firstBytes(v))
 			}
 			if _, ok := keys["name"]; !ok {
 				return Fleet{}, fmt.Errorf("fleet: value %d of %d: a node object needs its \"name\" (concatenated values must each be a node)", i+1, len(values))
@@ -102,7 +102,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			return Fleet{}, jsonError("queuedResources", data, err)
 		}
 	default:
-		return Fleet{}, fmt.Errorf("fleet: want a JSON array or object, got %q...", firstBytes(data))
+		return Fleet{}, fmt.Errorf("fleet: want a JSON array or object, got %q…", firstBytes(data))
 	}
 
 	var f Fleet

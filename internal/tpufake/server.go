@@ -227,7 +227,6 @@ type Server struct {
 	qrHist      history[tpu.QueuedResource]
 	audit       auditLog // admin-activity entries (audit.go)
 	busy        inFlight // requests being served (WaitIdle)
-	caller      string   // WithCaller: the principal of API calls
 }
 
 type countKey struct{ rpc, name string }
