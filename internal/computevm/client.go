@@ -26,12 +26,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 
+	"github.com/tpu-autoheal/autoheal/internal/endpoint"
 	"github.com/tpu-autoheal/autoheal/internal/failure"
 )
 
@@ -69,23 +69,8 @@ func NewFromOptions(ctx context.Context, opts ...option.ClientOption) (*Client, 
 // to URL/compute/v1/projects/…, as on the real host (the trailing slash the
 // generated client needs is added), without credentials for a plain http
 // URL (a local simulator), so they are never sent in clear text.
-func EndpointOptions(endpoint string) ([]option.ClientOption, error) {
-	if endpoint == "" {
-		return nil, nil
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("compute endpoint %q: want an http(s) URL", endpoint)
-	}
-	base := strings.TrimSuffix(endpoint, "/")
-	if !strings.HasSuffix(base, "/compute/v1") {
-		base += "/compute/v1"
-	}
-	opts := []option.ClientOption{option.WithEndpoint(base + "/")}
-	if u.Scheme == "http" {
-		opts = append(opts, option.WithoutAuthentication())
-	}
-	return opts, nil
+func EndpointOptions(e string) ([]option.ClientOption, error) {
+	return endpoint.Options("compute endpoint", e, "/compute/v1")
 }
 
 // Ref is an instance's project, zone and name.

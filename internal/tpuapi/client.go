@@ -3,11 +3,11 @@ package tpuapi
 import (
 	"context"
 	"fmt"
-	"net/url"
 
 	"google.golang.org/api/option"
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/endpoint"
 	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
@@ -43,22 +43,8 @@ func NewFromOptions(ctx context.Context, opts ...option.ClientOption) (*Client, 
 // https URL, and the endpoint without authentication for a plain http URL
 // (a local simulator such as `autoheal replay --fleet`), so credentials are
 // never sent in clear text.
-func EndpointOptions(endpoint string) ([]option.ClientOption, error) {
-	if endpoint == "" {
-		return nil, nil
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("tpu endpoint %q: want an http(s) URL", endpoint)
-	}
-	if u.Path == "" {
-		endpoint += "/"
-	}
-	opts := []option.ClientOption{option.WithEndpoint(endpoint)}
-	if u.Scheme == "http" {
-		opts = append(opts, option.WithoutAuthentication())
-	}
-	return opts, nil
+func EndpointOptions(e string) ([]option.ClientOption, error) {
+	return endpoint.Options("tpu endpoint", e, "")
 }
 
 // GetNode reads a node (tpu.nodes.get).
