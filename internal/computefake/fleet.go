@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -123,12 +122,8 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			}
 		}
 	}
-	for i, raw := range rawMIGs {
-		var m *compute.InstanceGroupManager
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return Fleet{}, fleetjson.Error(fmt.Sprintf("instanceGroupManagers[%d]", i), raw, err)
-		}
-		f.InstanceGroupManagers = append(f.InstanceGroupManagers, m)
+	if f.InstanceGroupManagers, err = fleetjson.Resources[compute.InstanceGroupManager]("instanceGroupManagers", rawMIGs); err != nil {
+		return Fleet{}, err
 	}
 	if err := f.validate(); err != nil {
 		return Fleet{}, err
@@ -137,18 +132,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 }
 
 // ReadFleetFile reads the fleet file at path (see ReadFleet).
-func ReadFleetFile(path string) (Fleet, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return Fleet{}, fmt.Errorf("fleet: %w", err)
-	}
-	defer file.Close()
-	f, err := ReadFleet(file)
-	if err != nil {
-		return Fleet{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
-}
+func ReadFleetFile(path string) (Fleet, error) { return fleetjson.ReadFile(path, ReadFleet) }
 
 // Write writes f in the fleet file format, indented: a JSON array of
 // instances when there are no MIGs, else the object form; each instance's

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // SplitValues splits data into its top-level JSON values. A syntax error
@@ -75,6 +76,36 @@ func position(data []byte, offset int64) (line, col int) {
 	line = bytes.Count(before, []byte{'\n'}) + 1
 	col = int(offset) - bytes.LastIndexByte(before, '\n')
 	return line, col
+}
+
+// ReadFile reads the fleet file at path with read (a fake's ReadFleet); an
+// error names the file.
+func ReadFile[F any](path string, read func(io.Reader) (F, error)) (F, error) {
+	var zero F
+	file, err := os.Open(path)
+	if err != nil {
+		return zero, fmt.Errorf("fleet: %w", err)
+	}
+	defer file.Close()
+	f, err := read(file)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Resources decodes each raw value into a *R; an error names the element
+// (key[i]).
+func Resources[R any](key string, raws []json.RawMessage) ([]*R, error) {
+	var out []*R
+	for i, raw := range raws {
+		var r *R
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, Error(fmt.Sprintf("%s[%d]", key, i), raw, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // FirstBytes is the start of b (20 bytes at most), to quote in an error.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 
@@ -121,12 +120,8 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			}
 		}
 	}
-	for i, raw := range rawQRs {
-		var q *tpu.QueuedResource
-		if err := json.Unmarshal(raw, &q); err != nil {
-			return Fleet{}, fleetjson.Error(fmt.Sprintf("queuedResources[%d]", i), raw, err)
-		}
-		f.QueuedResources = append(f.QueuedResources, q)
+	if f.QueuedResources, err = fleetjson.Resources[tpu.QueuedResource]("queuedResources", rawQRs); err != nil {
+		return Fleet{}, err
 	}
 	if err := f.validate(); err != nil {
 		return Fleet{}, err
@@ -135,18 +130,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 }
 
 // ReadFleetFile reads the fleet file at path (see ReadFleet).
-func ReadFleetFile(path string) (Fleet, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return Fleet{}, fmt.Errorf("fleet: %w", err)
-	}
-	defer file.Close()
-	f, err := ReadFleet(file)
-	if err != nil {
-		return Fleet{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
-}
+func ReadFleetFile(path string) (Fleet, error) { return fleetjson.ReadFile(path, ReadFleet) }
 
 // Write writes f in the fleet file format, indented: a JSON array of nodes
 // when there are no queued resources, else the object form.
