@@ -74,6 +74,10 @@ func KindOf(err error) Kind {
 	return Transient
 }
 
+// Exhausted reports whether k is a refusal for capacity or quota: retried
+// without counting.
+func (k Kind) Exhausted() bool { return k == Stockout || k == Quota }
+
 // IsNotFound reports whether err is a NOT_FOUND.
 func IsNotFound(err error) bool { return KindOf(err) == NotFound }
 
@@ -84,7 +88,7 @@ func IsAlreadyExists(err error) bool { return KindOf(err) == AlreadyExists }
 func IsTransient(err error) bool { return KindOf(err) == Transient }
 
 // IsExhausted reports whether err is a stockout or a quota.
-func IsExhausted(err error) bool { k := KindOf(err); return k == Stockout || k == Quota }
+func IsExhausted(err error) bool { return KindOf(err).Exhausted() }
 
 // QuotaScope is the blast radius a quota (or stockout) refusal's wording
 // gives: "region" when it says "in region" (every zone of the region is
