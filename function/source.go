@@ -24,10 +24,7 @@ var (
 // SourceFiles lists the files of the deployed source under the repository
 // root: slash-separated paths relative to root, sorted.
 func SourceFiles(root string) ([]string, error) {
-	var out []string
-	for _, name := range SourceRootFiles {
-		out = append(out, name)
-	}
+	out := append([]string(nil), SourceRootFiles...)
 	entries, err := filepath.Glob(filepath.Join(root, "*.go"))
 	if err != nil {
 		return nil, err

@@ -1,3 +1,14 @@
+# Durations. Every duration variable is a Go duration (what
+# time.ParseDuration reads, without a sign), checked against one pattern,
+# go_duration. Those compared with function_timeout_seconds are summed in
+# seconds part by part (duration_part, duration_unit). Locals that depend on
+# no variable: a validation may use them without a cycle.
+locals {
+  go_duration   = "([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+"
+  duration_part = "([0-9]+(?:\\.[0-9]+)?)(ns|us|µs|ms|s|m|h)"
+  duration_unit = { ns = 1e-9, us = 1e-6, "µs" = 1e-6, ms = 0.001, s = 1, m = 60, h = 3600 }
+}
+
 # Where it runs.
 
 variable "project_id" {
@@ -212,7 +223,7 @@ variable "max_event_age" {
   default     = "24h"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.max_event_age))
+    condition     = can(regex("^${local.go_duration}$", var.max_event_age))
     error_message = "max_event_age must be a Go duration such as 24h."
   }
 }
@@ -223,7 +234,7 @@ variable "unhealthy_grace" {
   default     = "10m"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.unhealthy_grace))
+    condition     = can(regex("^${local.go_duration}$", var.unhealthy_grace))
     error_message = "unhealthy_grace must be a Go duration such as 10m."
   }
 }
@@ -234,7 +245,7 @@ variable "stuck_grace" {
   default     = "30m"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.stuck_grace))
+    condition     = can(regex("^${local.go_duration}$", var.stuck_grace))
     error_message = "stuck_grace must be a Go duration such as 30m."
   }
 }
@@ -245,7 +256,7 @@ variable "cooldown" {
   default     = "30m"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.cooldown))
+    condition     = can(regex("^${local.go_duration}$", var.cooldown))
     error_message = "cooldown must be a Go duration such as 30m."
   }
 }
@@ -256,7 +267,7 @@ variable "window" {
   default     = "24h"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.window))
+    condition     = can(regex("^${local.go_duration}$", var.window))
     error_message = "window must be a Go duration such as 24h."
   }
 }
@@ -300,14 +311,14 @@ variable "lease" {
   default     = "15m"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.lease))
+    condition     = can(regex("^${local.go_duration}$", var.lease))
     error_message = "lease must be a Go duration such as 15m."
   }
 
   # A claim must outlive the delivery holding it, else a redelivery takes
   # over a recovery still running.
   validation {
-    condition     = sum(concat([0], [for m in regexall("([0-9]+(?:\\.[0-9]+)?)(ns|us|µs|ms|s|m|h)", var.lease) : tonumber(m[0]) * lookup({ ns = 1e-9, us = 1e-6, "µs" = 1e-6, ms = 0.001, s = 1, m = 60, h = 3600 }, m[1])])) > var.function_timeout_seconds
+    condition     = sum(concat([0], [for m in regexall(local.duration_part, var.lease) : tonumber(m[0]) * local.duration_unit[m[1]]])) > var.function_timeout_seconds
     error_message = "lease must be longer than function_timeout_seconds."
   }
 }
@@ -318,7 +329,7 @@ variable "event_ttl" {
   default     = "168h"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.event_ttl))
+    condition     = can(regex("^${local.go_duration}$", var.event_ttl))
     error_message = "event_ttl must be a Go duration such as 168h."
   }
 }
@@ -329,13 +340,13 @@ variable "sweep_budget" {
   default     = "4m"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.sweep_budget))
+    condition     = can(regex("^${local.go_duration}$", var.sweep_budget))
     error_message = "sweep_budget must be a Go duration such as 4m."
   }
 
   # The sweep must stop before the function is cut off.
   validation {
-    condition     = sum(concat([0], [for m in regexall("([0-9]+(?:\\.[0-9]+)?)(ns|us|µs|ms|s|m|h)", var.sweep_budget) : tonumber(m[0]) * lookup({ ns = 1e-9, us = 1e-6, "µs" = 1e-6, ms = 0.001, s = 1, m = 60, h = 3600 }, m[1])])) < var.function_timeout_seconds
+    condition     = sum(concat([0], [for m in regexall(local.duration_part, var.sweep_budget) : tonumber(m[0]) * local.duration_unit[m[1]]])) < var.function_timeout_seconds
     error_message = "sweep_budget must be shorter than function_timeout_seconds."
   }
 }
@@ -543,7 +554,7 @@ variable "breaker" {
   default     = "48/1h"
 
   validation {
-    condition     = can(regex("^[1-9][0-9]*/([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.breaker))
+    condition     = can(regex("^[1-9][0-9]*/${local.go_duration}$", var.breaker))
     error_message = "breaker must be LIMIT/WINDOW such as 48/1h."
   }
 }
@@ -554,7 +565,7 @@ variable "hold_ttl" {
   default     = "168h"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.hold_ttl))
+    condition     = can(regex("^${local.go_duration}$", var.hold_ttl))
     error_message = "hold_ttl must be a Go duration such as 168h."
   }
 }
@@ -576,7 +587,7 @@ variable "checkpoint_timeout" {
   default     = "30m"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.checkpoint_timeout))
+    condition     = can(regex("^${local.go_duration}$", var.checkpoint_timeout))
     error_message = "checkpoint_timeout must be a Go duration such as 30m."
   }
 }
@@ -609,7 +620,7 @@ variable "maintenance_max" {
   default     = "4h"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.maintenance_max))
+    condition     = can(regex("^${local.go_duration}$", var.maintenance_max))
     error_message = "maintenance_max must be a Go duration such as 4h."
   }
 }
@@ -620,7 +631,7 @@ variable "resume_watch" {
   default     = "2h"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.resume_watch))
+    condition     = can(regex("^${local.go_duration}$", var.resume_watch))
     error_message = "resume_watch must be a Go duration such as 2h."
   }
 }
@@ -631,7 +642,7 @@ variable "evidence_wait" {
   default     = "90s"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.evidence_wait))
+    condition     = can(regex("^${local.go_duration}$", var.evidence_wait))
     error_message = "evidence_wait must be a Go duration such as 90s."
   }
 }
@@ -642,7 +653,7 @@ variable "sweep_min_interval" {
   default     = "30s"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.sweep_min_interval))
+    condition     = can(regex("^${local.go_duration}$", var.sweep_min_interval))
     error_message = "sweep_min_interval must be a Go duration such as 30s (0s turns the gate off)."
   }
 }
@@ -659,7 +670,7 @@ variable "look_again" {
   default     = "5s"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.look_again))
+    condition     = can(regex("^${local.go_duration}$", var.look_again))
     error_message = "look_again must be a Go duration such as 5s."
   }
 }
@@ -670,7 +681,7 @@ variable "sweep_follow" {
   default     = "50s"
 
   validation {
-    condition     = can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$", var.sweep_follow))
+    condition     = can(regex("^${local.go_duration}$", var.sweep_follow))
     error_message = "sweep_follow must be a Go duration such as 50s."
   }
 }

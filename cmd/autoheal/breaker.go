@@ -57,9 +57,6 @@ func runBreaker(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := checkZone("breaker reset --zone", *zone); err != nil {
 		return err
 	}
-	if err := lf.check(); err != nil {
-		return err
-	}
 	store, closeFn, err := lf.open(ctx)
 	if err != nil {
 		return err

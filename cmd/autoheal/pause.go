@@ -62,7 +62,11 @@ func (l *ledgerFlags) check() error {
 	return nil
 }
 
+// open checks the flags and opens the ledger they name.
 func (l *ledgerFlags) open(ctx context.Context) (ledger.Admin, func() error, error) {
+	if err := l.check(); err != nil {
+		return nil, nil, err
+	}
 	return openLedger(ctx, l.project, l.database, ledger.WithHoldTTL(l.holdTTL))
 }
 
@@ -280,9 +284,6 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	p, err := scope.pause("resume")
 	if err != nil {
-		return err
-	}
-	if err := lf.check(); err != nil {
 		return err
 	}
 	store, closeFn, err := lf.open(ctx)

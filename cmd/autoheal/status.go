@@ -149,9 +149,6 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usagef("--breaker: %v", err)
 	}
-	if err := lf.check(); err != nil {
-		return err
-	}
 	store, closeFn, err := lf.open(ctx)
 	if err != nil {
 		return err

@@ -51,12 +51,6 @@ func addTargetFlags(fs *flag.FlagSet) *targetFlags {
 	return t
 }
 
-// readOnly reports whether the run must not mutate anything: a real (or
-// --tpu-endpoint) control plane without --apply.
-func (t *targetFlags) readOnly() bool {
-	return t.fleet == "" && t.embedded == nil && !t.apply
-}
-
 // checkTarget validates the target flags together with the policy's: it runs
 // before any input is read.
 func (t *targetFlags) check(p *policyFlags) error {

@@ -206,35 +206,35 @@ var methods = []string{
 
 func (f FailRule) check() error {
 	if !slices.Contains(methods, f.Method) {
-		return fmt.Errorf("Method %q is not a method the fake serves (%s)", f.Method, strings.Join(methods, ", "))
+		return fmt.Errorf("FailRule.Method %q is not a method the fake serves (%s)", f.Method, strings.Join(methods, ", "))
 	}
 	if f.Nth < 0 || f.Times < 0 {
-		return fmt.Errorf("Nth %d, Times %d: want 0 or more", f.Nth, f.Times)
+		return fmt.Errorf("FailRule.Nth %d, Times %d: want 0 or more", f.Nth, f.Times)
 	}
 	mut := mutating[f.Method]
 	switch {
 	case f.OperationError && !mut:
-		return fmt.Errorf("OperationError/Capacity on %s: only mutating calls start operations", f.Method)
+		return fmt.Errorf("FailRule.OperationError/Capacity on %s: only mutating calls start operations", f.Method)
 	case (f.Applied || f.AppliedAfter > 0) && !mut:
-		return fmt.Errorf("Applied on %s: only mutating calls take effect", f.Method)
+		return fmt.Errorf("FailRule.Applied on %s: only mutating calls take effect", f.Method)
 	case f.ReadLag > 0 && !mut:
-		return fmt.Errorf("ReadLag on %s: a read lag follows a mutating call", f.Method)
+		return fmt.Errorf("FailRule.ReadLag on %s: a read lag follows a mutating call", f.Method)
 	case f.Page != "" && !listing[f.Method]:
-		return fmt.Errorf("Page on %s: only list calls page", f.Method)
+		return fmt.Errorf("FailRule.Page on %s: only list calls page", f.Method)
 	case f.AppliedAfter > 0 && !f.Applied:
-		return fmt.Errorf("AppliedAfter without Applied")
+		return fmt.Errorf("FailRule.AppliedAfter without Applied")
 	case f.OperationError && (f.Hang || f.Lost || f.Malformed || f.Code >= 200 && f.Code < 300):
-		return fmt.Errorf("OperationError with Hang, Lost or Malformed: the call must answer its operation")
+		return fmt.Errorf("FailRule.OperationError with Hang, Lost or Malformed: the call must answer its operation")
 	}
 	switch f.Capacity {
 	case "", ZoneResourcePoolExhausted, ZoneResourcePoolExhaustedWithDetails, QuotaExceededRegion, QuotaExceededZone:
 	default:
-		return fmt.Errorf("Capacity %q is not one of the capacity errors", f.Capacity)
+		return fmt.Errorf("FailRule.Capacity %q is not one of the capacity errors", f.Capacity)
 	}
 	switch f.Page {
 	case "", PageRepeat, PageRestart, PageSkip, PageEmpty:
 	default:
-		return fmt.Errorf("Page %q is not one of the paging faults", f.Page)
+		return fmt.Errorf("FailRule.Page %q is not one of the paging faults", f.Page)
 	}
 	return nil
 }

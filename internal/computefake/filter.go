@@ -53,7 +53,7 @@ func parseFilter(s string) (listFilter, error) {
 		}
 		field, op, value := t, toks[i+1], toks[i+2]
 		if op != "=" && op != "!=" && op != ":" {
-			return nil, fmt.Errorf("term %q: operator %q is not =, != or :", field+" "+op+" "+value, op)
+			return nil, fmt.Errorf("term %q: operator %q is not =, : or !=", field+" "+op+" "+value, op)
 		}
 		if !filterField(field) {
 			return nil, fmt.Errorf("term %q: field %q is not one computefake filters on (name, status, id, zone, machineType, labels.KEY)", field+op+value, field)

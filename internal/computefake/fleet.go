@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
 	compute "google.golang.org/api/compute/v1"
+
+	"github.com/tpu-autoheal/autoheal/internal/fleetjson"
 )
 
 // Fleet is the simulated Compute Engine's state in the fleet file format:
@@ -47,7 +48,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 	if len(data) == 0 {
 		return Fleet{}, errors.New(`fleet: empty input: want a JSON array of instances or an object {"instances": [...]}`)
 	}
-	values, err := splitValues(data)
+	values, err := fleetjson.SplitValues(data)
 	if err != nil {
 		return Fleet{}, err
 	}
@@ -56,18 +57,18 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 	case len(values) > 1:
 		for i, v := range values {
 			if v[0] != '{' {
-				return Fleet{}, fmt.Errorf("fleet: value %d of %d: concatenated values must each be an instance object (as instances describe --format=json prints it), got %q...", i+1, len(values), firstBytes(v))
+				return Fleet{}, fmt.Errorf("fleet: value %d of %d: concatenated values must each be an instance object (as instances describe --format=json prints it), got %q…", i+1, len(values), fleetjson.FirstBytes(v))
 			}
 		}
 		rawInstances = values
 	case data[0] == '[':
 		if err := json.Unmarshal(data, &rawInstances); err != nil {
-			return Fleet{}, jsonError("", data, err)
+			return Fleet{}, fleetjson.Error("", data, err)
 		}
 	case data[0] == '{':
 		var keys map[string]json.RawMessage
 		if err := json.Unmarshal(data, &keys); err != nil {
-			return Fleet{}, jsonError("", data, err)
+			return Fleet{}, fleetjson.Error("", data, err)
 		}
 		_, hasInstances := keys["instances"]
 		_, hasMIGs := keys["instanceGroupManagers"]
@@ -85,27 +86,27 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			}
 		}
 		if err := json.Unmarshal(keys["instances"], &rawInstances); hasInstances && err != nil {
-			return Fleet{}, jsonError("instances", keys["instances"], err)
+			return Fleet{}, fleetjson.Error("instances", keys["instances"], err)
 		}
 		if err := json.Unmarshal(keys["instanceGroupManagers"], &rawMIGs); hasMIGs && err != nil {
-			return Fleet{}, jsonError("instanceGroupManagers", keys["instanceGroupManagers"], err)
+			return Fleet{}, fleetjson.Error("instanceGroupManagers", keys["instanceGroupManagers"], err)
 		}
 	default:
-		return Fleet{}, fmt.Errorf("fleet: want a JSON array or object, got %q...", firstBytes(data))
+		return Fleet{}, fmt.Errorf("fleet: want a JSON array or object, got %q…", fleetjson.FirstBytes(data))
 	}
 
 	f := Fleet{Instances: make([]*compute.Instance, 0, len(rawInstances))}
 	for i, raw := range rawInstances {
 		var in *compute.Instance
 		if err := json.Unmarshal(raw, &in); err != nil {
-			return Fleet{}, jsonError(fmt.Sprintf("instances[%d]", i), raw, err)
+			return Fleet{}, fleetjson.Error(fmt.Sprintf("instances[%d]", i), raw, err)
 		}
 		f.Instances = append(f.Instances, in)
 		var extra struct {
 			GuestAttributes []GuestAttribute `json:"guestAttributes"`
 		}
 		if err := json.Unmarshal(raw, &extra); err != nil {
-			return Fleet{}, jsonError(fmt.Sprintf("instances[%d].guestAttributes", i), raw, err)
+			return Fleet{}, fleetjson.Error(fmt.Sprintf("instances[%d].guestAttributes", i), raw, err)
 		}
 		for j, a := range extra.GuestAttributes {
 			if !metadataKeyRE.MatchString(a.Namespace) || !metadataKeyRE.MatchString(a.Key) {
@@ -121,12 +122,8 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			}
 		}
 	}
-	for i, raw := range rawMIGs {
-		var m *compute.InstanceGroupManager
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return Fleet{}, jsonError(fmt.Sprintf("instanceGroupManagers[%d]", i), raw, err)
-		}
-		f.InstanceGroupManagers = append(f.InstanceGroupManagers, m)
+	if f.InstanceGroupManagers, err = fleetjson.Resources[compute.InstanceGroupManager]("instanceGroupManagers", rawMIGs); err != nil {
+		return Fleet{}, err
 	}
 	if err := f.validate(); err != nil {
 		return Fleet{}, err
@@ -135,18 +132,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 }
 
 // ReadFleetFile reads the fleet file at path (see ReadFleet).
-func ReadFleetFile(path string) (Fleet, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return Fleet{}, fmt.Errorf("fleet: %w", err)
-	}
-	defer file.Close()
-	f, err := ReadFleet(file)
-	if err != nil {
-		return Fleet{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
-}
+func ReadFleetFile(path string) (Fleet, error) { return fleetjson.ReadFile(path, ReadFleet) }
 
 // Write writes f in the fleet file format, indented: a JSON array of
 // instances when there are no MIGs, else the object form; each instance's
@@ -436,73 +422,4 @@ func (s *Server) DeleteInstanceNow(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.remove(name)
-}
-
-// splitValues splits data into its top-level JSON values. A syntax error
-// is reported with its line and column.
-func splitValues(data []byte) ([]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var values []json.RawMessage
-	for {
-		var v json.RawMessage
-		err := dec.Decode(&v)
-		if errors.Is(err, io.EOF) {
-			return values, nil
-		}
-		if err != nil {
-			if len(values) == 0 {
-				// Let the single-value path name the element and field.
-				return []json.RawMessage{data}, nil
-			}
-			return nil, jsonError(fmt.Sprintf("value %d", len(values)+1), data, err)
-		}
-		values = append(values, v)
-	}
-}
-
-// jsonError turns a decoding error into one naming where it happened: the
-// element path and field for a type error, line and column for a syntax error.
-func jsonError(at string, data []byte, err error) error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		path := at
-		if typeErr.Field != "" {
-			if path != "" {
-				path += "."
-			}
-			path += typeErr.Field
-		}
-		if path == "" {
-			path = "top level"
-		}
-		return fmt.Errorf("fleet: %s: cannot use JSON %s as %s", path, typeErr.Value, typeErr.Type)
-	case errors.As(err, &syntaxErr):
-		line, col := position(data, syntaxErr.Offset)
-		prefix := "fleet: "
-		if at != "" {
-			prefix += at + ": "
-		}
-		return fmt.Errorf("%sline %d, column %d: %w", prefix, line, col, err)
-	}
-	if at != "" {
-		return fmt.Errorf("fleet: %s: %w", at, err)
-	}
-	return fmt.Errorf("fleet: %w", err)
-}
-
-func position(data []byte, offset int64) (line, col int) {
-	offset = min(offset, int64(len(data)))
-	before := data[:offset]
-	line = bytes.Count(before, []byte{'\n'}) + 1
-	col = int(offset) - bytes.LastIndexByte(before, '\n')
-	return line, col
-}
-
-func firstBytes(b []byte) string {
-	if len(b) > 20 {
-		return string(b[:20])
-	}
-	return string(b)
 }

@@ -79,6 +79,13 @@ func WithOperationDelay(method string, d time.Duration) Option {
 	return func(s *Server) { s.delays[method] = max(d, 0) }
 }
 
+// WithRepairDelay, WithRestartDelay, WithHostRepairTime, WithPageSize,
+// WithOperationRetention, Tick and SetMaintenanceOutcome are not called in
+// this tree yet (deadcode lists them): they are the harness surface
+// docs/computeengine.md documents for the Compute Engine backend's tests,
+// each the twin of a tpufake knob those tests use. Remove one only with its
+// line there.
+
 // WithRepairDelay sets how long a MIG takes to notice a TERMINATED or deleted
 // instance and start recreating it (default DefaultRepairDelay).
 func WithRepairDelay(d time.Duration) Option { return func(s *Server) { s.repairDelay = max(d, 0) } }

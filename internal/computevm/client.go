@@ -4,7 +4,7 @@
 // standalone or owned by a managed instance group. Client observes (get,
 // list the opted-in TPU instances of a zone), acts (start, insert from a
 // saved spec, recreateInstances on a MIG, setMetadata with the fingerprint)
-// and polls zone operations, mapping every error to a Kind; Recovery
+// and polls zone operations, mapping every error to a domain kind (package failure); Recovery
 // (recovery.go) interprets vmpolicy's decisions with the ledger's guards.
 //
 // It never deletes or stops an instance, and never calls anything on an
@@ -26,11 +26,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
+
+	"github.com/tpu-autoheal/autoheal/internal/endpoint"
+	"github.com/tpu-autoheal/autoheal/internal/failure"
 )
 
 // OptInFilter is the instances.list filter of the opted-in instances.
@@ -67,23 +69,8 @@ func NewFromOptions(ctx context.Context, opts ...option.ClientOption) (*Client, 
 // to URL/compute/v1/projects/…, as on the real host (the trailing slash the
 // generated client needs is added), without credentials for a plain http
 // URL (a local simulator), so they are never sent in clear text.
-func EndpointOptions(endpoint string) ([]option.ClientOption, error) {
-	if endpoint == "" {
-		return nil, nil
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("compute endpoint %q: want an http(s) URL", endpoint)
-	}
-	base := strings.TrimSuffix(endpoint, "/")
-	if !strings.HasSuffix(base, "/compute/v1") {
-		base += "/compute/v1"
-	}
-	opts := []option.ClientOption{option.WithEndpoint(base + "/")}
-	if u.Scheme == "http" {
-		opts = append(opts, option.WithoutAuthentication())
-	}
-	return opts, nil
+func EndpointOptions(e string) ([]option.ClientOption, error) {
+	return endpoint.Options("compute endpoint", e, "/compute/v1")
 }
 
 // Ref is an instance's project, zone and name.
@@ -139,7 +126,7 @@ func (c *Client) ListOptedIn(ctx context.Context, project, zone string) ([]*comp
 	token := ""
 	for page := 0; ; page++ {
 		if page >= MaxListPages {
-			return nil, fmt.Errorf("list instances in %s/%s: more than %d pages: %w", project, zone, MaxListPages, &Error{Kind: KindTransient, Err: errors.New("listing without end")})
+			return nil, fmt.Errorf("list instances in %s/%s: more than %d pages: %w", project, zone, MaxListPages, failed(failure.Transient, errors.New("listing without end")))
 		}
 		call := c.svc.Instances.List(project, zone).Filter(OptInFilter).Context(ctx)
 		if token != "" {
@@ -161,7 +148,7 @@ func (c *Client) ListOptedIn(ctx context.Context, project, zone string) ([]*comp
 			return out, nil
 		}
 		if seen[resp.NextPageToken] {
-			return nil, fmt.Errorf("list instances in %s/%s: page token %q repeated: %w", project, zone, resp.NextPageToken, &Error{Kind: KindTransient, Err: errors.New("page token repeated")})
+			return nil, fmt.Errorf("list instances in %s/%s: page token %q repeated: %w", project, zone, resp.NextPageToken, failed(failure.Transient, errors.New("page token repeated")))
 		}
 		seen[resp.NextPageToken] = true
 		token = resp.NextPageToken
@@ -195,13 +182,13 @@ func (c *Client) Insert(ctx context.Context, r Ref, spec *compute.Instance, requ
 func (c *Client) RecreateInstances(ctx context.Context, mig string, instances []string, requestID string) (string, error) {
 	project, zone, name, err := parseMIG(mig)
 	if err != nil {
-		return "", fmt.Errorf("recreate instances: %w", &Error{Kind: KindPermanent, Err: err})
+		return "", fmt.Errorf("recreate instances: %w", failed(failure.Permanent, err))
 	}
 	urls := make([]string, len(instances))
 	for i, in := range instances {
 		r, err := ParseRef(in)
 		if err != nil {
-			return "", fmt.Errorf("recreate instances of %s: %w", mig, &Error{Kind: KindPermanent, Err: err})
+			return "", fmt.Errorf("recreate instances of %s: %w", mig, failed(failure.Permanent, err))
 		}
 		urls[i] = "zones/" + r.Zone + "/instances/" + r.Name
 	}
@@ -220,7 +207,7 @@ func (c *Client) RecreateInstances(ctx context.Context, mig string, instances []
 func (c *Client) MIGIsSlice(ctx context.Context, mig string) (bool, error) {
 	project, zone, name, err := parseMIG(mig)
 	if err != nil {
-		return false, &Error{Kind: KindPermanent, Err: err}
+		return false, failed(failure.Permanent, err)
 	}
 	m, err := c.svc.InstanceGroupManagers.Get(project, zone, name).Context(ctx).Do() // rest: compute.instanceGroupManagers.get
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/internal/computefake"
 	"github.com/tpu-autoheal/autoheal/internal/computevm"
+	"github.com/tpu-autoheal/autoheal/internal/failure"
 )
 
 func TestListOptedInListsOnlyOptedInTPUVMsAndSurvivesPageAnomalies(t *testing.T) {
@@ -30,8 +31,8 @@ func TestListOptedInListsOnlyOptedInTPUVMsAndSurvivesPageAnomalies(t *testing.T)
 	}
 	for _, f := range []computefake.PageFault{computefake.PageRepeat, computefake.PageRestart} {
 		e.fake.Fail(computefake.FailRule{Method: "instances.list", Page: f, Nth: 2, Times: 1})
-		if _, err := c.ListOptedIn(ctx, project, zone); computevm.KindOf(err) != computevm.KindTransient {
-			t.Errorf("page fault %s: error %v (kind %v), want a transient error, not a loop", f, err, computevm.KindOf(err))
+		if _, err := c.ListOptedIn(ctx, project, zone); failure.KindOf(err) != failure.Transient {
+			t.Errorf("page fault %s: error %v (kind %v), want a transient error, not a loop", f, err, failure.KindOf(err))
 		}
 	}
 }
@@ -47,22 +48,22 @@ func TestErrorsAreClassified(t *testing.T) {
 	if _, err := e.fake.HostError(ref.String()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.GetInstance(ctx, computevm.Ref{Project: project, Zone: zone, Name: "nope"}); computevm.KindOf(err) != computevm.KindNotFound {
+	if _, err := c.GetInstance(ctx, computevm.Ref{Project: project, Zone: zone, Name: "nope"}); failure.KindOf(err) != failure.NotFound {
 		t.Errorf("get of a missing instance: %v", err)
 	}
 	for _, tt := range []struct {
 		rule computefake.FailRule
-		want computevm.Kind
+		want failure.Kind
 	}{
-		{computefake.FailRule{Method: "instances.start", Code: 503}, computevm.KindTransient},
-		{computefake.FailRule{Method: "instances.start", Code: 429}, computevm.KindTransient},
-		{computefake.FailRule{Method: "instances.start", Code: 403}, computevm.KindPermanent},
-		{computefake.FailRule{Method: "instances.start", Code: 400, Reason: "resourceNotReady"}, computevm.KindTransient},
-		{computefake.FailRule{Method: "instances.start", Capacity: computefake.ZoneResourcePoolExhausted}, computevm.KindCapacity},
-		{computefake.FailRule{Method: "instances.start", Capacity: computefake.ZoneResourcePoolExhaustedWithDetails}, computevm.KindCapacity},
-		{computefake.FailRule{Method: "instances.start", Capacity: computefake.QuotaExceededRegion}, computevm.KindQuota},
-		{computefake.FailRule{Method: "instances.start", OperationError: true}, computevm.KindTransient},
-		{computefake.FailRule{Method: "instances.start", Malformed: true}, computevm.KindTransient},
+		{computefake.FailRule{Method: "instances.start", Code: 503}, failure.Transient},
+		{computefake.FailRule{Method: "instances.start", Code: 429}, failure.Transient},
+		{computefake.FailRule{Method: "instances.start", Code: 403}, failure.Permanent},
+		{computefake.FailRule{Method: "instances.start", Code: 400, Reason: "resourceNotReady"}, failure.Transient},
+		{computefake.FailRule{Method: "instances.start", Capacity: computefake.ZoneResourcePoolExhausted}, failure.Stockout},
+		{computefake.FailRule{Method: "instances.start", Capacity: computefake.ZoneResourcePoolExhaustedWithDetails}, failure.Stockout},
+		{computefake.FailRule{Method: "instances.start", Capacity: computefake.QuotaExceededRegion}, failure.Quota},
+		{computefake.FailRule{Method: "instances.start", OperationError: true}, failure.Transient},
+		{computefake.FailRule{Method: "instances.start", Malformed: true}, failure.Transient},
 	} {
 		tt.rule.Times = 1
 		e.fake.Fail(tt.rule)
@@ -70,7 +71,7 @@ func TestErrorsAreClassified(t *testing.T) {
 		if err == nil {
 			_, err = c.GetOperation(ctx, project, zone, op)
 		}
-		if got := computevm.KindOf(err); got != tt.want {
+		if got := failure.KindOf(err); got != tt.want {
 			t.Errorf("%s: kind %v (%v), want %v", tt.rule.String(), got, err, tt.want)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	compute "google.golang.org/api/compute/v1"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/failure"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
@@ -170,8 +171,8 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 		return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "not an opted-in Compute Engine TPU VM (looked up within the hour)", nil)}, nil
 	}
 	in, err := r.Compute.GetInstance(ctx, ref)
-	if err != nil && KindOf(err) != KindNotFound {
-		if KindOf(err) == KindTransient {
+	if err != nil && !failure.IsNotFound(err) {
+		if failure.IsTransient(err) {
 			return nil, err
 		}
 		// Not retryable: the entry is acknowledged, but its evidence is
@@ -526,7 +527,7 @@ func (r *Recovery) verdicts(ctx context.Context, key string, state SliceState) (
 		}
 		done, err := r.Compute.GetOperation(ctx, seg[1], seg[3], seg[5])
 		switch {
-		case !done && err != nil && KindOf(err) == KindNotFound:
+		case !done && err != nil && failure.IsNotFound(err):
 			// Forgotten by Compute Engine: no verdict will come. Reopen:
 			// the next look decides from the instances' state, and acts
 			// again (after the claim's cooldown) only if they are still

@@ -14,6 +14,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/computefake"
 	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/failure"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
@@ -424,7 +425,7 @@ func TestATransientFailureLosesNothingOnRedelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.rec.HandleEvent(context.Background(), ev); computevm.KindOf(err) != computevm.KindTransient {
+	if _, err := e.rec.HandleEvent(context.Background(), ev); failure.KindOf(err) != failure.Transient {
 		t.Fatalf("HandleEvent with instances.get failing: %v, want a transient error (redelivered)", err)
 	}
 	if got := e.deliver(entry); got != "start" {

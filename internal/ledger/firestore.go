@@ -748,11 +748,7 @@ func (f *Firestore) ClearHold(ctx context.Context, node string) error {
 // then node name.
 func (f *Firestore) DueDeferrals(ctx context.Context, now time.Time) ([]remediate.Deferral, error) {
 	var out []remediate.Deferral
-	err := each(f.col(CollectionDeferrals).Where("due", "<=", now).OrderBy("due", firestore.Asc).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
-		var d deferralDoc
-		if err := s.DataTo(&d); err != nil {
-			return fmt.Errorf("read %s: %w", s.Ref.Path, err)
-		}
+	err := eachDoc(f.col(CollectionDeferrals).Where("due", "<=", now).OrderBy("due", firestore.Asc).Documents(ctx), func(d deferralDoc) error { // rest: firestore.projects.databases.documents.runQuery
 		out = append(out, d.deferral())
 		return nil
 	})

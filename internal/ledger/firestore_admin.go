@@ -48,7 +48,7 @@ func breakerFromSnapshot(s *firestore.DocumentSnapshot) (breakerState, error) {
 		return breakerState{}, fmt.Errorf("read %s: %w", s.Ref.Path, err)
 	}
 	sort.Slice(d.Starts, func(i, j int) bool { return d.Starts[i].Before(d.Starts[j]) })
-	return breakerState{Zone: d.Zone, Starts: d.Starts, TrippedUntil: d.TrippedUntil, PauseSeq: d.PauseSeq}, nil
+	return breakerState(d), nil
 }
 
 // pauseDoc is the pauses document of one pause.
@@ -273,11 +273,7 @@ func (f *Firestore) Pauses(ctx context.Context) ([]remediate.Pause, error) {
 // Holds implements Admin.
 func (f *Firestore) Holds(ctx context.Context, now time.Time) ([]HoldStatus, error) {
 	var out []HoldStatus
-	err := each(f.col(CollectionHolds).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
-		var d holdDoc
-		if err := s.DataTo(&d); err != nil {
-			return fmt.Errorf("read %s: %w", s.Ref.Path, err)
-		}
+	err := eachDoc(f.col(CollectionHolds).Documents(ctx), func(d holdDoc) error { // rest: firestore.projects.databases.documents.runQuery
 		out = append(out, holdStatus(d.hold(), now, f.holdTTL))
 		return nil
 	})
@@ -356,6 +352,17 @@ func each(it *firestore.DocumentIterator, fn func(*firestore.DocumentSnapshot) e
 			return err
 		}
 	}
+}
+
+// eachDoc is each with every document decoded into a D first.
+func eachDoc[D any](it *firestore.DocumentIterator, fn func(D) error) error {
+	return each(it, func(s *firestore.DocumentSnapshot) error {
+		var d D
+		if err := s.DataTo(&d); err != nil {
+			return fmt.Errorf("read %s: %w", s.Ref.Path, err)
+		}
+		return fn(d)
+	})
 }
 
 // HistoriesPage is how many nodes Firestore.Histories reads per batched get.

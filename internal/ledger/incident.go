@@ -249,11 +249,7 @@ func (f *FirestoreIncidents) OpenIncidentOf(ctx context.Context, node string) (r
 // OpenIncidents implements remediate.IncidentStore.
 func (f *FirestoreIncidents) OpenIncidents(ctx context.Context) ([]remediate.Incident, error) {
 	var out []remediate.Incident
-	err := each(f.client.Collection(f.prefix+CollectionIncidents).Where("open", "==", true).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
-		var d incidentDoc
-		if err := s.DataTo(&d); err != nil {
-			return fmt.Errorf("read %s: %w", s.Ref.Path, err)
-		}
+	err := eachDoc(f.client.Collection(f.prefix+CollectionIncidents).Where("open", "==", true).Documents(ctx), func(d incidentDoc) error { // rest: firestore.projects.databases.documents.runQuery
 		out = append(out, d.incident())
 		return nil
 	})

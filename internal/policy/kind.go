@@ -1,100 +1,47 @@
 package policy
 
 import (
-	"errors"
-	"fmt"
 	"strings"
+
+	"github.com/tpu-autoheal/autoheal/internal/failure"
 )
 
-// Kind is what a failed TPU call means for a recovery. The adapters
-// (tpuapi for the v2 REST API, tpulegacy for the v1 gRPC API) map the API's
-// errors into these kinds (Error); KindOf classifies any error, so an
-// unwrapped *googleapi.Error or a network error is classified the same way.
-type Kind int
+// Kind is what a failed call means for a recovery: the domain's
+// failure.Kind. The adapters classify the API's errors (package
+// googleerr); the policy reads only the kinds they set.
+type Kind = failure.Kind
 
-// Kinds.
+// Kinds, as failure names them.
 const (
-	KindNone          Kind = iota // no error
-	KindNotFound                  // NOT_FOUND (404)
-	KindAlreadyExists             // ALREADY_EXISTS (409 other than ABORTED)
-	KindStockout                  // the zone has no capacity for it (a stockout): retried with jittered back-off, never counted
-	KindTransient                 // may go away by itself: 429 rate limits, 5xx, INTERNAL, UNAVAILABLE, deadlines, broken connections, malformed answers
-	KindPermanent                 // retrying the same call cannot help: INVALID_ARGUMENT, PERMISSION_DENIED, FAILED_PRECONDITION, …
-	KindQuota                     // a resource quota is used up (zone or region, QuotaScope): retried every lease, never counted, never a zone fallback
+	KindNone          = failure.None
+	KindNotFound      = failure.NotFound
+	KindAlreadyExists = failure.AlreadyExists
+	KindStockout      = failure.Stockout
+	KindTransient     = failure.Transient
+	KindPermanent     = failure.Permanent
+	KindQuota         = failure.Quota
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindNone:
-		return "none"
-	case KindNotFound:
-		return "not found"
-	case KindAlreadyExists:
-		return "already exists"
-	case KindStockout:
-		return "stockout"
-	case KindQuota:
-		return "quota"
-	case KindTransient:
-		return "transient"
-	case KindPermanent:
-		return "permanent"
-	}
-	return fmt.Sprintf("kind(%d)", int(k))
-}
+// Error is a call's failure as an adapter classified it.
+type Error = failure.Error
 
-// Error is a TPU call's failure as an adapter classified it. Err keeps the
-// API's own error.
-type Error struct {
-	Kind Kind
-	Err  error
-}
-
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
-
-// QuotaScope is the blast radius a quota (or stockout) refusal's wording
-// gives: "region" when it says "in region" (every zone of the region is
-// refused alike: a zone fallback cannot help), "zone" when it says "in
-// zone" or is a stockout, "" when it says neither.
-func QuotaScope(kind Kind, msg string) string {
-	s := strings.ToLower(msg)
-	switch {
-	case strings.Contains(s, "in region") || strings.Contains(s, "regional") || strings.Contains(s, "region quota"):
-		return "region"
-	case strings.Contains(s, "in zone") || strings.Contains(s, "in the zone") || strings.Contains(s, "zonal") || kind == KindStockout:
-		return "zone"
-	}
-	return ""
-}
+// QuotaScope is the blast radius a quota or stockout's wording gives
+// ("zone", "region" or "").
+func QuotaScope(kind Kind, msg string) string { return failure.QuotaScope(kind, msg) }
 
 // KindOf is the kind an adapter gave err (an *Error in its chain): KindNone
 // for nil, KindTransient for an error no adapter classified. The policy
-// never looks inside an API's own errors: the interpreter classifies them
-// (remediate.KindOf) before a StepResult reaches Advance.
-func KindOf(err error) Kind {
-	if err == nil {
-		return KindNone
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Kind
-	}
-	return KindTransient
-}
+// never looks inside an API's own errors.
+func KindOf(err error) Kind { return failure.KindOf(err) }
 
 // IsNotFound reports whether err is the API's NOT_FOUND.
-func IsNotFound(err error) bool { return KindOf(err) == KindNotFound }
+func IsNotFound(err error) bool { return failure.IsNotFound(err) }
 
 // IsAlreadyExists reports whether err is the API's ALREADY_EXISTS.
-func IsAlreadyExists(err error) bool { return KindOf(err) == KindAlreadyExists }
+func IsAlreadyExists(err error) bool { return failure.IsAlreadyExists(err) }
 
 // isExhausted reports whether err is a stockout or quota.
-func isExhausted(err error) bool { k := KindOf(err); return k == KindStockout || k == KindQuota }
-
-// Exhausted reports whether k is a refusal for capacity or quota: retried
-// without counting.
-func (k Kind) Exhausted() bool { return k == KindStockout || k == KindQuota }
+func isExhausted(err error) bool { return failure.IsExhausted(err) }
 
 // kinds are the kinds a failure can have, in String's words.
 var kinds = []Kind{KindNone, KindNotFound, KindAlreadyExists, KindStockout, KindTransient, KindPermanent, KindQuota}

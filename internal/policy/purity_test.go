@@ -34,7 +34,8 @@ var allowedImports = map[string]string{
 	// seed, the node and the attempt, so a seed replays the same delays.
 	"hash/fnv":        "the seeded stockout jitter",
 	"encoding/binary": "the seeded stockout jitter",
-	"github.com/tpu-autoheal/autoheal/internal/events": "the parsed event, a value",
+	"github.com/tpu-autoheal/autoheal/internal/events":  "the parsed event, a value",
+	"github.com/tpu-autoheal/autoheal/internal/failure": "the failure kinds, values",
 	// internal/seal: Recovery.SpecSeal is a seal.Seal, a value the policy
 	// keeps and never computes or checks (the interpreter does).
 	"github.com/tpu-autoheal/autoheal/internal/seal": "the seal type, as data",

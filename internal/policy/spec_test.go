@@ -401,3 +401,24 @@ func TestLegacyNodeIsRecreatedWithoutScriptAndWarned(t *testing.T) {
 		t.Errorf("warnings = %q, want the legacy warning", warnings)
 	}
 }
+
+func TestCleanSpecKeepsWhatAPersonChose(t *testing.T) {
+	n := optedIn("TERMINATED", "UNHEALTHY_MAINTENANCE")
+	n.NetworkConfigs = nil
+	n.HealthDescription, n.CreateTime, n.Id, n.ApiVersion, n.QueuedResource = "x", "t", 9, "V2", "qr"
+	n.MultisliceNode, n.ProtectionTier = true, "STANDARD"
+	n.NetworkEndpoints = nil
+	n.Description, n.CidrBlock, n.Tags = "d", "10.0.0.0/29", []string{"a"}
+	c := CleanSpec(n)
+	if c.State != "" || c.Health != "" || c.HealthDescription != "" || c.CreateTime != "" || c.Id != 0 ||
+		c.ApiVersion != "V2" || c.QueuedResource != "" || c.MultisliceNode || c.ProtectionTier != "" {
+		t.Errorf("CleanSpec left output-only fields: %+v", c)
+	}
+	if c.Name != nodeName || c.Description != "d" || c.CidrBlock != "10.0.0.0/29" || len(c.Tags) != 1 || c.Labels["tpu-autoheal"] != "enabled" {
+		t.Errorf("CleanSpec dropped input fields: %+v", c)
+	}
+	c.Labels["x"] = "y"
+	if n.Labels["x"] != "" {
+		t.Error("CleanSpec shares the labels map with its input")
+	}
+}

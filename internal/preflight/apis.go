@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
+	"github.com/tpu-autoheal/autoheal/internal/endpoint"
 	crm "google.golang.org/api/cloudresourcemanager/v3"
 	"google.golang.org/api/googleapi"
 	iam "google.golang.org/api/iam/v1"
@@ -48,19 +48,8 @@ func NewAPIs(ctx context.Context, opts ...option.ClientOption) (*APIs, error) {
 // proxy) instead of Google's: nil for "", the endpoint for an https URL,
 // and the endpoint without credentials for a plain http one, so
 // credentials never travel in clear text.
-func EndpointOptions(endpoint string) ([]option.ClientOption, error) {
-	if endpoint == "" {
-		return nil, nil
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("endpoint %q: want an http(s) URL", endpoint)
-	}
-	opts := []option.ClientOption{option.WithEndpoint(strings.TrimSuffix(endpoint, "/") + "/")}
-	if u.Scheme == "http" {
-		opts = append(opts, option.WithoutAuthentication())
-	}
-	return opts, nil
+func EndpointOptions(e string) ([]option.ClientOption, error) {
+	return endpoint.Options("endpoint", e, "")
 }
 
 const policyVersion = 3 // conditions are only returned in version 3

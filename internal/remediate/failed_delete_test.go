@@ -13,6 +13,7 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
@@ -39,11 +40,11 @@ func (a *acceptedThen503) DeleteNode(ctx context.Context, name string) (string, 
 	}
 	a.log("delete " + name)
 	if node.State == "DELETING" {
-		return "", &googleapi.Error{Code: http.StatusBadRequest, Message: "FAILED_PRECONDITION: node is being deleted"}
+		return "", googleerr.FromAPI(&googleapi.Error{Code: http.StatusBadRequest, Message: "FAILED_PRECONDITION: node is being deleted"})
 	}
 	node.State = "DELETING"
 	if n == 1 {
-		return "", &googleapi.Error{Code: http.StatusServiceUnavailable, Message: "backend timeout"}
+		return "", googleerr.FromAPI(&googleapi.Error{Code: http.StatusServiceUnavailable, Message: "backend timeout"})
 	}
 	return "op-del", nil
 }
@@ -166,7 +167,7 @@ func TestDeferralOfANodeAUserTerminatedIsDropped(t *testing.T) {
 type list403 struct{ *scriptedTPU }
 
 func (l list403) ListNodes(ctx context.Context, parent, token string) ([]*tpu.Node, string, error) {
-	return nil, "", &googleapi.Error{Code: 403, Message: "PERMISSION_DENIED: tpu.nodes.list"}
+	return nil, "", googleerr.FromAPI(&googleapi.Error{Code: 403, Message: "PERMISSION_DENIED: tpu.nodes.list"})
 }
 
 func TestSweepRecordsALocationItCannotList(t *testing.T) {
@@ -204,7 +205,7 @@ func (d deleteOpFails) DeleteNode(ctx context.Context, name string) (string, err
 
 func (d deleteOpFails) GetOperation(ctx context.Context, op string) (bool, error) {
 	if op == "op-del-bad" {
-		return true, &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: delete failed"}
+		return true, googleerr.FromAPI(&googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: delete failed"})
 	}
 	return true, nil
 }

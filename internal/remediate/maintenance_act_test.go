@@ -14,6 +14,7 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 )
 
 // fakeMaintTPU is a plain MaintenanceTPU: one node, the calls it received.
@@ -31,7 +32,7 @@ var _ MaintenanceTPU = (*fakeMaintTPU)(nil)
 func (f *fakeMaintTPU) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
 	f.gets++
 	if f.node == nil || f.node.Name != name {
-		return nil, &googleapi.Error{Code: 404}
+		return nil, googleerr.FromAPI(&googleapi.Error{Code: 404})
 	}
 	data, _ := json.Marshal(f.node)
 	var n tpu.Node
@@ -54,7 +55,7 @@ func (f *fakeMaintTPU) PatchNodeMetadata(ctx context.Context, name string, md ma
 
 func (f *fakeMaintTPU) GetGuestAttributes(ctx context.Context, node, queryPath string) ([]GuestAttribute, error) {
 	if queryPath != CheckpointQueryPath {
-		return nil, &googleapi.Error{Code: 400, Message: "unexpected query path " + queryPath}
+		return nil, googleerr.FromAPI(&googleapi.Error{Code: 400, Message: "unexpected query path " + queryPath})
 	}
 	return f.attrs, nil
 }
@@ -172,7 +173,7 @@ func TestPrepareForAForeignStartupScriptWarns(t *testing.T) {
 
 func TestFailedPatchIsRetriedByTheNextLook(t *testing.T) {
 	now := maintNow
-	f := &fakeMaintTPU{node: maintNode("PENDING", "SCHEDULED", true, "", 1), patchErr: []error{&googleapi.Error{Code: 503}}}
+	f := &fakeMaintTPU{node: maintNode("PENDING", "SCHEDULED", true, "", 1), patchErr: []error{googleerr.FromAPI(&googleapi.Error{Code: 503})}}
 	m := newMaintainer(f, MaintenancePrepare, &now)
 	n, _ := f.GetNode(context.Background(), f.node.Name)
 	r, ok, err := m.Observe(context.Background(), events.Event{}, n, "")
@@ -272,7 +273,7 @@ func TestRecreateNeverCarriesTheNoticeOver(t *testing.T) {
 
 func TestRefusedPatchIsRecordedAndNotRetriedEverySweep(t *testing.T) {
 	now := maintNow
-	f := &fakeMaintTPU{node: maintNode("PENDING", "SCHEDULED", true, "", 1), patchErr: []error{&googleapi.Error{Code: 403, Message: "iam.serviceAccounts.actAs denied"}}}
+	f := &fakeMaintTPU{node: maintNode("PENDING", "SCHEDULED", true, "", 1), patchErr: []error{googleerr.FromAPI(&googleapi.Error{Code: 403, Message: "iam.serviceAccounts.actAs denied"})}}
 	m := newMaintainer(f, MaintenancePrepare, &now)
 	n, _ := f.GetNode(context.Background(), f.node.Name)
 	r, ok, err := m.Observe(context.Background(), events.Event{}, n, "")

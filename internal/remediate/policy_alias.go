@@ -222,10 +222,9 @@ func PausedTime(p Pause, rec Recovery, now time.Time) time.Duration {
 func DeletedWhilePaused(rec *Recovery) bool { return policy.DeletedWhilePaused(rec) }
 
 // Advance is policy.Advance over res with its error classified: the policy
-// reads only the kind an *Error carries (policy.KindOf), so an error no
-// adapter wrapped (a *googleapi.Error, a broken connection) is wrapped here
-// with the kind KindOf gives it. The wrapper's text and chain are the
-// error's own.
+// reads only the kind an *Error carries, so an error no adapter wrapped (a
+// fake's bare error, a broken connection) is wrapped here as KindOf reads
+// it (transient). The wrapper's text and chain are the error's own.
 func Advance(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
 	res.Err = classified(res.Err)
 	return policy.Advance(rec, obs, res, now, cfg)

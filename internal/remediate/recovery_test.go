@@ -10,6 +10,7 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 )
 
 // TestAdvance has one row per transition of the recovery state machine.
@@ -67,7 +68,7 @@ func TestAdvance(t *testing.T) {
 	reset := func(r *Recovery) {
 		r.Action, r.QueuedResource = ActionReset, "projects/p/locations/z/queuedResources/q"
 	}
-	api := func(code int, msg string) error { return &googleapi.Error{Code: code, Message: msg} }
+	api := func(code int, msg string) error { return googleerr.FromAPI(&googleapi.Error{Code: code, Message: msg}) }
 	qr := func(state string) *tpu.QueuedResource {
 		return &tpu.QueuedResource{State: &tpu.QueuedResourceState{State: state}}
 	}
@@ -151,7 +152,7 @@ func TestAdvance(t *testing.T) {
 					t.Errorf("DeleteOp = %q, want it cleared", got.DeleteOp)
 				}
 			}},
-		{name: "deleting, operation failed: counted, read the node (it may have taken effect)", rec: rec(PhaseDeleting, withDeleteOp, answered), res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 13, "internal")}, wantPhase: PhaseDeleting, wantEff: EffectGet, wantWait: true,
+		{name: "deleting, operation failed: counted, read the node (it may have taken effect)", rec: rec(PhaseDeleting, withDeleteOp, answered), res: StepResult{Effect: EffectPoll, Done: true, Err: googleerr.Operation(op, 13, "internal")}, wantPhase: PhaseDeleting, wantEff: EffectGet, wantWait: true,
 			check: func(t *testing.T, got Recovery) {
 				if !got.DeleteSent || got.DeleteOp != "" || got.Failures != permanentWeight {
 					t.Errorf("DeleteSent %v DeleteOp %q Failures %d; want the delete still sent, its operation forgotten, the failure counted", got.DeleteSent, got.DeleteOp, got.Failures)
@@ -185,7 +186,7 @@ func TestAdvance(t *testing.T) {
 		{name: "creating with operation: look at it once", rec: rec(PhaseCreating, withCreateOp), wantPhase: PhaseCreating, wantEff: EffectPoll},
 		{name: "creating, operation done: created, read the node", rec: rec(PhaseCreating, withCreateOp), res: StepResult{Effect: EffectPoll, Done: true}, wantPhase: PhaseCreated, wantEff: EffectGet},
 		{name: "creating, operation ended RESOURCE_EXHAUSTED: back to deleted, spec kept, not counted", rec: rec(PhaseCreating, withCreateOp),
-			res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 8, "There is no more capacity in the zone")}, wantPhase: PhaseDeleted, wantWait: true,
+			res: StepResult{Effect: EffectPoll, Done: true, Err: googleerr.Operation(op, 8, "There is no more capacity in the zone")}, wantPhase: PhaseDeleted, wantWait: true,
 			check: func(t *testing.T, got Recovery) {
 				lo, hi := StockoutWindow(cfg, 1)
 				if got.Spec == nil || got.Failures != 0 || got.CreateOp != "" || got.Stockouts != 1 || got.NextLookAt.Before(now.Add(lo)) || !got.NextLookAt.Before(now.Add(hi)) {
@@ -193,7 +194,7 @@ func TestAdvance(t *testing.T) {
 				}
 			}},
 		{name: "creating, operation ended PERMISSION_DENIED: back to deleted, counted permanent", rec: rec(PhaseCreating, withCreateOp),
-			res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 7, "denied")}, wantPhase: PhaseDeleted, wantWait: true,
+			res: StepResult{Effect: EffectPoll, Done: true, Err: googleerr.Operation(op, 7, "denied")}, wantPhase: PhaseDeleted, wantWait: true,
 			check: func(t *testing.T, got Recovery) {
 				if got.Failures != permanentWeight {
 					t.Errorf("Failures = %d, want %d", got.Failures, permanentWeight)
@@ -241,7 +242,7 @@ func TestAdvance(t *testing.T) {
 		{name: "resetting, operation running, queued resource there: wait", rec: rec(PhaseResetting, reset, withResetOp), obs: Observation{QueuedResource: qr("PROVISIONING")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantWait: true},
 		{name: "resetting with operation: look at it once", rec: rec(PhaseResetting, reset, withResetOp), wantPhase: PhaseResetting, wantEff: EffectPoll},
 		{name: "resetting, operation done: reset, read the node", rec: rec(PhaseResetting, reset, withResetOp), res: StepResult{Effect: EffectPoll, Done: true}, wantPhase: PhaseReset, wantEff: EffectGet},
-		{name: "resetting, operation ended INTERNAL: counted as permanent, operation forgotten", rec: rec(PhaseResetting, reset, withResetOp), res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 13, "internal")}, wantPhase: PhaseResetting, wantWait: true,
+		{name: "resetting, operation ended INTERNAL: counted as permanent, operation forgotten", rec: rec(PhaseResetting, reset, withResetOp), res: StepResult{Effect: EffectPoll, Done: true, Err: googleerr.Operation(op, 13, "internal")}, wantPhase: PhaseResetting, wantWait: true,
 			check: func(t *testing.T, got Recovery) {
 				if got.ResetOp != "" || got.Failures != permanentWeight {
 					t.Errorf("ResetOp %q Failures %d; want the finished operation forgotten and the failure bounded", got.ResetOp, got.Failures)
@@ -294,7 +295,7 @@ func TestKindOfFinishedOperation(t *testing.T) {
 		{9, "precondition", KindPermanent},
 		{5, "gone", KindNotFound},
 	} {
-		if got := KindOf(OperationError("op", tt.code, tt.msg)); got != tt.want {
+		if got := KindOf(googleerr.Operation("op", tt.code, tt.msg)); got != tt.want {
 			t.Errorf("KindOf(operation ended %d %q) = %s, want %s", tt.code, tt.msg, got, tt.want)
 		}
 	}

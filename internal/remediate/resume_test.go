@@ -11,6 +11,7 @@ import (
 	"google.golang.org/api/googleapi"
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
@@ -191,7 +192,7 @@ func TestCheckWaitsWhileTheNodeIsNotHealthy(t *testing.T) {
 		}
 	}
 	if _, err := e.w.CheckOpen(context.Background(), func(context.Context, string) (*tpu.Node, error) {
-		return nil, &googleapi.Error{Code: http.StatusNotFound, Message: "not found"}
+		return nil, googleerr.FromAPI(&googleapi.Error{Code: http.StatusNotFound, Message: "not found"})
 	}); err != nil {
 		t.Errorf("CheckOpen with the node NOT FOUND: %v", err)
 	}

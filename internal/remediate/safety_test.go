@@ -11,6 +11,7 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestResumedRecoveryNeverDeletesANodeSomeoneElseCreated(t *testing.T) {
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
-	e.f.createErr = &googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout, insufficient capacity"}
+	e.f.createErr = googleerr.FromAPI(&googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout, insufficient capacity"})
 	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	if e.f.node(sName("a")) != nil {
 		t.Fatal("node still there after the recreate's delete; the scenario needs it deleted and the create failed")
@@ -53,7 +54,7 @@ func TestResumedRecoveryNeverDeletesANodeSomeoneElseCreated(t *testing.T) {
 func TestResumedRecoveryNeverRecreatesANodeItNeverDeleted(t *testing.T) {
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
-	e.f.deleteErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"}
+	e.f.deleteErr = googleerr.FromAPI(&googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"})
 	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) { f.deleteErr = nil })
 	e.f.remove(sName("a")) // a person deletes it: they want it gone
@@ -73,7 +74,7 @@ func TestResumedRecoveryRecreatesTheNodeItDeleted(t *testing.T) {
 	// delete is retried until the node is back.
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
-	e.f.createErr = &googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout"}
+	e.f.createErr = googleerr.FromAPI(&googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout"})
 	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) { f.createErr = nil })
 	e.clock.Advance(16 * time.Minute)
@@ -87,7 +88,7 @@ func TestUserTerminationDuringOurFailedRecoveryIsNeverUndone(t *testing.T) {
 	e := newScripted(t)
 	ctx := context.Background()
 	e.f.set(sNode("a", "TERMINATED"))
-	e.f.deleteErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"}
+	e.f.deleteErr = googleerr.FromAPI(&googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"})
 	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) { f.deleteErr = nil })
 	ev := sEvent("a", "ev-user", e.clock.Now())
@@ -115,7 +116,7 @@ func TestConfiguredMaxAttemptsAbandonsSooner(t *testing.T) {
 	e := newScripted(t)
 	e.h.Config.MaxAttempts = 2
 	e.f.set(sNode("a", "TERMINATED"))
-	e.f.createErr = &googleapi.Error{Code: 403, Message: "PERMISSION_DENIED: iam.serviceAccounts.actAs"}
+	e.f.createErr = googleerr.FromAPI(&googleapi.Error{Code: 403, Message: "PERMISSION_DENIED: iam.serviceAccounts.actAs"})
 	e.sweep(t, sZone)
 	for range 10 {
 		e.clock.Advance(16 * time.Minute)
@@ -131,7 +132,7 @@ func TestRecoveryThatCanNeverFinishIsAbandonedAndFreesTheProject(t *testing.T) {
 	for _, id := range []string{"a", "b", "c", "d"} {
 		e.f.set(sNode(id, "TERMINATED"))
 	}
-	e.f.createErr = &googleapi.Error{Code: 400, Message: "INVALID_ARGUMENT: runtime version rt is no longer supported"}
+	e.f.createErr = googleerr.FromAPI(&googleapi.Error{Code: 400, Message: "INVALID_ARGUMENT: runtime version rt is no longer supported"})
 	e.sweep(t, sZone)
 	for range 20 { // 5 hours of sweeps
 		e.clock.Advance(16 * time.Minute)
@@ -180,7 +181,7 @@ func TestRecoveryThatCanNeverFinishIsAbandonedAndFreesTheProject(t *testing.T) {
 func TestStockoutIsRetriedBeyondMaxAttempts(t *testing.T) {
 	e := newScripted(t)
 	e.f.set(sNode("a", "TERMINATED"))
-	e.f.createErr = &googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout"}
+	e.f.createErr = googleerr.FromAPI(&googleapi.Error{Code: 429, Message: "RESOURCE_EXHAUSTED: stockout"})
 	e.sweep(t, sZone)
 	for range 2 * remediate.DefaultMaxAttempts {
 		e.clock.Advance(16 * time.Minute)
@@ -201,7 +202,7 @@ func TestOptInLabelRemovedDuringARecoveryClosesIt(t *testing.T) {
 	e := newScripted(t)
 	ctx := context.Background()
 	e.f.set(sNode("a", "TERMINATED"))
-	e.f.deleteErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"}
+	e.f.deleteErr = googleerr.FromAPI(&googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION"})
 	e.handle(t, sEvent("a", "ev1", e.clock.Now()))
 	e.f.script(func(f *scriptedTPU) {
 		f.deleteErr = nil
@@ -274,7 +275,7 @@ func TestFailedResetIsNotRetriedWhileTheQueuedResourceIsProvisioning(t *testing.
 	n.QueuedResource = sQR
 	e.f.set(n)
 	e.f.setQRState("ACTIVE")
-	e.f.resetErr = &googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: operation in progress"}
+	e.f.resetErr = googleerr.FromAPI(&googleapi.Error{Code: 400, Message: "FAILED_PRECONDITION: operation in progress"})
 	e.handle(t, sEvent("s0", "ev1", e.clock.Now()))
 	// The platform is re-provisioning the queued resource; the node is CREATING.
 	e.f.script(func(f *scriptedTPU) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"google.golang.org/api/googleapi"
+
+	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
@@ -113,7 +115,7 @@ func (f *scriptedTPU) script(do func(f *scriptedTPU)) {
 }
 
 func scriptedNotFound() error {
-	return &googleapi.Error{Code: http.StatusNotFound, Message: "not found"}
+	return googleerr.FromAPI(&googleapi.Error{Code: http.StatusNotFound, Message: "not found"})
 }
 
 func cloneTPUNode(n *tpu.Node) *tpu.Node {
@@ -159,7 +161,7 @@ func (f *scriptedTPU) DeleteNode(ctx context.Context, name string) (string, erro
 	}
 	f.log(fmt.Sprintf("delete %s id=%d state=%s", name, n.Id, n.State))
 	if f.deleteErr != nil {
-		return "", f.deleteErr
+		return "", googleerr.FromAPI(f.deleteErr) // as the adapter classifies it
 	}
 	delete(f.nodes, name)
 	return "op-del", nil
@@ -171,10 +173,10 @@ func (f *scriptedTPU) CreateNode(ctx context.Context, parent, id string, n *tpu.
 	name := parent + "/nodes/" + id
 	f.log("create " + name)
 	if f.createErr != nil {
-		return "", f.createErr
+		return "", googleerr.FromAPI(f.createErr)
 	}
 	if _, ok := f.nodes[name]; ok {
-		return "", &googleapi.Error{Code: http.StatusConflict, Message: "ALREADY_EXISTS"}
+		return "", googleerr.FromAPI(&googleapi.Error{Code: http.StatusConflict, Message: "ALREADY_EXISTS"})
 	}
 	if f.onCreate != nil {
 		f.onCreate(f)
@@ -215,7 +217,7 @@ func (f *scriptedTPU) ResetQueuedResource(ctx context.Context, name string) (str
 	defer f.mu.Unlock()
 	f.log("reset " + name)
 	if f.resetErr != nil {
-		return "", f.resetErr
+		return "", googleerr.FromAPI(f.resetErr)
 	}
 	if f.onReset != nil {
 		f.onReset(f)

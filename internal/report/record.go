@@ -160,9 +160,6 @@ func NewReader(r io.Reader, name string) *Reader {
 	return &Reader{name: name, br: bufio.NewReaderSize(r, 1<<16)}
 }
 
-// Objects is the number of JSON objects read so far (records and others).
-func (r *Reader) Objects() int { return r.n }
-
 func (r *Reader) start() error {
 	for {
 		b, err := r.br.ReadByte()

@@ -155,14 +155,6 @@ func wrapCounts(label string, cs []Count) []string {
 	return append(lines, cur)
 }
 
-func countsText(cs []Count) string {
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = fmt.Sprintf("%s %d", c.Key, c.N)
-	}
-	return strings.Join(parts, ", ")
-}
-
 func dash(s string) string {
 	if s == "" {
 		return "-"

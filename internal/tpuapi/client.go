@@ -3,18 +3,19 @@ package tpuapi
 import (
 	"context"
 	"fmt"
-	"net/url"
 
 	"google.golang.org/api/option"
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/endpoint"
+	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
 var _ remediate.TPU = (*Client)(nil)
 
 // Client implements remediate.TPU with the TPU v2 REST API. Every error
-// is classified (remediate.FromAPI) and says what was being done.
+// is classified (googleerr.FromAPI) and says what was being done.
 type Client struct {
 	svc *tpu.Service
 
@@ -42,29 +43,15 @@ func NewFromOptions(ctx context.Context, opts ...option.ClientOption) (*Client, 
 // https URL, and the endpoint without authentication for a plain http URL
 // (a local simulator such as `autoheal replay --fleet`), so credentials are
 // never sent in clear text.
-func EndpointOptions(endpoint string) ([]option.ClientOption, error) {
-	if endpoint == "" {
-		return nil, nil
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("tpu endpoint %q: want an http(s) URL", endpoint)
-	}
-	if u.Path == "" {
-		endpoint += "/"
-	}
-	opts := []option.ClientOption{option.WithEndpoint(endpoint)}
-	if u.Scheme == "http" {
-		opts = append(opts, option.WithoutAuthentication())
-	}
-	return opts, nil
+func EndpointOptions(e string) ([]option.ClientOption, error) {
+	return endpoint.Options("tpu endpoint", e, "")
 }
 
 // GetNode reads a node (tpu.nodes.get).
 func (c *Client) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
 	n, err := c.svc.Projects.Locations.Nodes.Get(name).Context(ctx).Do() // rest: tpu.projects.locations.nodes.get
 	if err != nil {
-		return nil, fmt.Errorf("get node %s: %w", name, remediate.FromAPI(err))
+		return nil, fmt.Errorf("get node %s: %w", name, googleerr.FromAPI(err))
 	}
 	return n, nil
 }
@@ -81,7 +68,7 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 	}
 	resp, err := call.Do() // rest: tpu.projects.locations.nodes.list
 	if err != nil {
-		return nil, "", fmt.Errorf("list nodes in %s: %w", parent, remediate.FromAPI(err))
+		return nil, "", fmt.Errorf("list nodes in %s: %w", parent, googleerr.FromAPI(err))
 	}
 	return resp.Nodes, resp.NextPageToken, nil
 }
@@ -91,7 +78,7 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 func (c *Client) DeleteNode(ctx context.Context, name string) (string, error) {
 	op, err := c.svc.Projects.Locations.Nodes.Delete(name).Context(ctx).Do() // rest: tpu.projects.locations.nodes.delete
 	if err != nil {
-		return "", fmt.Errorf("delete node %s: %w", name, remediate.FromAPI(err))
+		return "", fmt.Errorf("delete node %s: %w", name, googleerr.FromAPI(err))
 	}
 	return op.Name, nil
 }
@@ -101,7 +88,7 @@ func (c *Client) DeleteNode(ctx context.Context, name string) (string, error) {
 func (c *Client) CreateNode(ctx context.Context, parent, nodeID string, node *tpu.Node) (string, error) {
 	op, err := c.svc.Projects.Locations.Nodes.Create(parent, node).NodeId(nodeID).Context(ctx).Do() // rest: tpu.projects.locations.nodes.create
 	if err != nil {
-		return "", fmt.Errorf("create node %s/nodes/%s: %w", parent, nodeID, remediate.FromAPI(err))
+		return "", fmt.Errorf("create node %s/nodes/%s: %w", parent, nodeID, googleerr.FromAPI(err))
 	}
 	return op.Name, nil
 }
@@ -110,7 +97,7 @@ func (c *Client) CreateNode(ctx context.Context, parent, nodeID string, node *tp
 func (c *Client) GetQueuedResource(ctx context.Context, name string) (*tpu.QueuedResource, error) {
 	q, err := c.svc.Projects.Locations.QueuedResources.Get(name).Context(ctx).Do() // rest: tpu.projects.locations.queuedResources.get
 	if err != nil {
-		return nil, fmt.Errorf("get queued resource %s: %w", name, remediate.FromAPI(err))
+		return nil, fmt.Errorf("get queued resource %s: %w", name, googleerr.FromAPI(err))
 	}
 	return q, nil
 }
@@ -120,7 +107,7 @@ func (c *Client) GetQueuedResource(ctx context.Context, name string) (*tpu.Queue
 func (c *Client) ResetQueuedResource(ctx context.Context, name string) (string, error) {
 	op, err := c.svc.Projects.Locations.QueuedResources.Reset(name, &tpu.ResetQueuedResourceRequest{}).Context(ctx).Do() // rest: tpu.projects.locations.queuedResources.reset
 	if err != nil {
-		return "", fmt.Errorf("reset queued resource %s: %w", name, remediate.FromAPI(err))
+		return "", fmt.Errorf("reset queued resource %s: %w", name, googleerr.FromAPI(err))
 	}
 	return op.Name, nil
 }
@@ -132,7 +119,7 @@ func (c *Client) ResetQueuedResource(ctx context.Context, name string) (string, 
 func (c *Client) CreateQueuedResource(ctx context.Context, parent, id string, q *tpu.QueuedResource) (string, error) {
 	op, err := c.svc.Projects.Locations.QueuedResources.Create(parent, q).QueuedResourceId(id).Context(ctx).Do() // rest: tpu.projects.locations.queuedResources.create
 	if err != nil {
-		return "", fmt.Errorf("create queued resource %s/queuedResources/%s: %w", parent, id, remediate.FromAPI(err))
+		return "", fmt.Errorf("create queued resource %s/queuedResources/%s: %w", parent, id, googleerr.FromAPI(err))
 	}
 	return op.Name, nil
 }
@@ -142,7 +129,7 @@ func (c *Client) CreateQueuedResource(ctx context.Context, parent, id string, q 
 func (c *Client) DeleteQueuedResource(ctx context.Context, name string) (string, error) {
 	op, err := c.svc.Projects.Locations.QueuedResources.Delete(name).Force(true).Context(ctx).Do() // rest: tpu.projects.locations.queuedResources.delete
 	if err != nil {
-		return "", fmt.Errorf("delete queued resource %s: %w", name, remediate.FromAPI(err))
+		return "", fmt.Errorf("delete queued resource %s: %w", name, googleerr.FromAPI(err))
 	}
 	return op.Name, nil
 }
@@ -154,13 +141,13 @@ func (c *Client) DeleteQueuedResource(ctx context.Context, name string) (string,
 func (c *Client) GetOperation(ctx context.Context, name string) (bool, error) {
 	op, err := c.svc.Projects.Locations.Operations.Get(name).Context(ctx).Do() // rest: tpu.projects.locations.operations.get
 	if err != nil {
-		return false, fmt.Errorf("get operation %s: %w", name, remediate.FromAPI(err))
+		return false, fmt.Errorf("get operation %s: %w", name, googleerr.FromAPI(err))
 	}
 	if !op.Done {
 		return false, nil
 	}
 	if op.Error != nil {
-		return true, remediate.OperationError(name, int32(op.Error.Code), op.Error.Message)
+		return true, googleerr.Operation(name, int32(op.Error.Code), op.Error.Message)
 	}
 	return true, nil
 }

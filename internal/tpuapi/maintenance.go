@@ -9,6 +9,7 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 	tpualpha "google.golang.org/api/tpu/v2alpha1"
 
+	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -54,7 +55,7 @@ func (m *Maintenance) GetNode(ctx context.Context, name string) (*tpu.Node, erro
 	// rest: tpu.projects.locations.nodes.get
 	n, err := m.v2.Projects.Locations.Nodes.Get(name).Context(ctx).Do()
 	if err != nil {
-		return nil, fmt.Errorf("get node %s: %w", name, err)
+		return nil, fmt.Errorf("get node %s: %w", name, googleerr.FromAPI(err))
 	}
 	return n, nil
 }
@@ -66,7 +67,7 @@ func (m *Maintenance) PatchNodeMetadata(ctx context.Context, name string, metada
 	// rest: tpu.projects.locations.nodes.patch
 	op, err := m.v2.Projects.Locations.Nodes.Patch(name, node).UpdateMask("metadata").Context(ctx).Do()
 	if err != nil {
-		return "", fmt.Errorf("patch metadata of node %s: %w", name, err)
+		return "", fmt.Errorf("patch metadata of node %s: %w", name, googleerr.FromAPI(err))
 	}
 	return op.Name, nil
 }
@@ -78,7 +79,7 @@ func (m *Maintenance) GetGuestAttributes(ctx context.Context, node, queryPath st
 	// rest: tpu.projects.locations.nodes.getGuestAttributes
 	resp, err := m.v2.Projects.Locations.Nodes.GetGuestAttributes(node, req).Context(ctx).Do()
 	if err != nil {
-		return nil, fmt.Errorf("get guest attributes %s of node %s: %w", queryPath, node, err)
+		return nil, fmt.Errorf("get guest attributes %s of node %s: %w", queryPath, node, googleerr.FromAPI(err))
 	}
 	var out []remediate.GuestAttribute
 	for w, ga := range resp.GuestAttributes {
@@ -101,7 +102,7 @@ func (m *Maintenance) PerformMaintenance(ctx context.Context, node string) (stri
 	// rest: tpu.projects.locations.nodes.performMaintenance
 	op, err := m.alpha.Projects.Locations.Nodes.PerformMaintenance(node, &tpualpha.PerformMaintenanceRequest{}).Context(ctx).Do()
 	if err != nil {
-		return "", fmt.Errorf("perform maintenance of node %s: %w", node, err)
+		return "", fmt.Errorf("perform maintenance of node %s: %w", node, googleerr.FromAPI(err))
 	}
 	return op.Name, nil
 }
@@ -113,7 +114,7 @@ func (m *Maintenance) PerformMaintenanceQueuedResource(ctx context.Context, qr s
 	// rest: tpu.projects.locations.queuedResources.performMaintenanceQueuedResource
 	op, err := m.alpha.Projects.Locations.QueuedResources.PerformMaintenanceQueuedResource(qr, req).Context(ctx).Do()
 	if err != nil {
-		return "", fmt.Errorf("perform maintenance of %v in queued resource %s: %w", nodes, qr, err)
+		return "", fmt.Errorf("perform maintenance of %v in queued resource %s: %w", nodes, qr, googleerr.FromAPI(err))
 	}
 	return op.Name, nil
 }

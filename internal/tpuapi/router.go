@@ -7,6 +7,7 @@ import (
 
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/failure"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -51,11 +52,11 @@ func (r Router) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
 	if r.V1 == nil || (err == nil && !isLegacy(n)) {
 		return n, err
 	}
-	if err != nil && !remediate.IsNotFound(err) {
+	if err != nil && !failure.IsNotFound(err) {
 		return nil, err
 	}
 	ln, lerr := r.V1.GetNode(ctx, name)
-	if lerr != nil && err != nil && !remediate.IsTransient(lerr) {
+	if lerr != nil && err != nil && !failure.IsTransient(lerr) {
 		// V2's NOT FOUND stands unless V1 says something it may later
 		// take back: a v1 refusal (no v1 in that zone, say) must not turn
 		// a node we deleted into "cannot read it".
@@ -75,7 +76,7 @@ func (r Router) legacy(ctx context.Context, name string) (legacy bool, notFound,
 	switch {
 	case err == nil:
 		return isLegacy(n), nil, nil
-	case remediate.IsNotFound(err):
+	case failure.IsNotFound(err):
 		return true, err, nil
 	}
 	return false, nil, err
@@ -94,7 +95,7 @@ func (r Router) DeleteNode(ctx context.Context, name string) (string, error) {
 	}
 	op, err := r.V1.DeleteNode(ctx, name)
 	if err != nil {
-		if notFound != nil && !remediate.IsTransient(err) {
+		if notFound != nil && !failure.IsTransient(err) {
 			// Neither API has it, or V1 refuses to say: V2's NOT FOUND
 			// stands, as for GetNode.
 			return "", fmt.Errorf("%w (legacy TPU v1 API: %v)", notFound, err)
@@ -131,7 +132,7 @@ func (r Router) GetOperation(ctx context.Context, operation string) (bool, error
 		return r.V2.GetOperation(ctx, operation)
 	}
 	if r.V1 == nil {
-		return false, &remediate.Error{Kind: remediate.KindPermanent, Err: fmt.Errorf("get operation %s: a legacy TPU v1 operation, and the TPU v1 API is not configured (an endpoint override is set)", operation)}
+		return false, &failure.Error{Kind: failure.Permanent, Err: fmt.Errorf("get operation %s: a legacy TPU v1 operation, and the TPU v1 API is not configured (an endpoint override is set)", operation)}
 	}
 	return r.V1.GetOperation(ctx, name)
 }

@@ -99,11 +99,6 @@ func (r *recordSlice) Record(_ context.Context, rec remediate.Record) error {
 	return nil
 }
 
-func (e routed) handler() *remediate.Handler {
-	h, _ := e.handlerWithClock()
-	return h
-}
-
 func (e routed) handlerWithClock() (*remediate.Handler, *vclock) {
 	cfg := remediate.DefaultConfig()
 	cfg.StartupScript = "#!/bin/bash\nexec /opt/resume-training\n"

@@ -30,11 +30,6 @@ const DefaultAuditLog = 256
 // WithAuditLog keeps the last n audit entries for AuditLog (0: none).
 func WithAuditLog(n int) Option { return func(s *Server) { s.audit.cap = n } }
 
-// WithCaller sets the principal of the API calls the server serves, as
-// their audit entries name it (default DefaultCaller of the resource's
-// project).
-func WithCaller(principal string) Option { return func(s *Server) { s.caller = principal } }
-
 // DefaultCaller is the principal API calls are audited as by default: the
 // function's service account in project.
 func DefaultCaller(project string) string {
@@ -109,8 +104,6 @@ func (s *Server) principalOf(op *operation) string {
 	switch {
 	case op.person != "":
 		return op.person
-	case s.caller != "":
-		return s.caller
 	}
 	project, _ := splitLocation(op.target)
 	return DefaultCaller(project)

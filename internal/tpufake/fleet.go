@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
 
 	tpu "google.golang.org/api/tpu/v2"
+
+	"github.com/tpu-autoheal/autoheal/internal/fleetjson"
 )
 
 // Fleet is the simulated control plane's state, in the fleet file format: TPU
@@ -49,7 +50,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 		return Fleet{}, errors.New("fleet: empty input: want a JSON array of nodes or an object {\"nodes\": [...]}")
 	}
 	var rawNodes, rawQRs []json.RawMessage
-	values, err := splitValues(data)
+	values, err := fleetjson.SplitValues(data)
 	if err != nil {
 		return Fleet{}, err
 	}
@@ -59,7 +60,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 		for i, v := range values {
 			var keys map[string]json.RawMessage
 			if v[0] != '{' || json.Unmarshal(v, &keys) != nil {
-				return Fleet{}, fmt.Errorf("fleet: value %d of %d: concatenated values must each be a node object (as tpu-vm describe --format=json prints it), got %q...", i+1, len(values), firstBytes(v))
+				return Fleet{}, fmt.Errorf("fleet: value %d of %d: concatenated values must each be a node object (as tpu-vm describe --format=json prints it), got %q…", i+1, len(values), fleetjson.FirstBytes(v))
 			}
 			if _, ok := keys["name"]; !ok {
 				return Fleet{}, fmt.Errorf("fleet: value %d of %d: a node object needs its \"name\" (concatenated values must each be a node)", i+1, len(values))
@@ -72,12 +73,12 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 	case data == nil:
 	case data[0] == '[':
 		if err := json.Unmarshal(data, &rawNodes); err != nil {
-			return Fleet{}, jsonError("", data, err)
+			return Fleet{}, fleetjson.Error("", data, err)
 		}
 	case data[0] == '{':
 		var keys map[string]json.RawMessage
 		if err := json.Unmarshal(data, &keys); err != nil {
-			return Fleet{}, jsonError("", data, err)
+			return Fleet{}, fleetjson.Error("", data, err)
 		}
 		_, hasNodes := keys["nodes"]
 		_, hasQRs := keys["queuedResources"]
@@ -96,13 +97,13 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			}
 		}
 		if err := json.Unmarshal(keys["nodes"], &rawNodes); hasNodes && err != nil {
-			return Fleet{}, jsonError("nodes", data, err)
+			return Fleet{}, fleetjson.Error("nodes", data, err)
 		}
 		if err := json.Unmarshal(keys["queuedResources"], &rawQRs); hasQRs && err != nil {
-			return Fleet{}, jsonError("queuedResources", data, err)
+			return Fleet{}, fleetjson.Error("queuedResources", data, err)
 		}
 	default:
-		return Fleet{}, fmt.Errorf("fleet: want a JSON array or object, got %q...", firstBytes(data))
+		return Fleet{}, fmt.Errorf("fleet: want a JSON array or object, got %q…", fleetjson.FirstBytes(data))
 	}
 
 	var f Fleet
@@ -110,7 +111,7 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 	for i, raw := range rawNodes {
 		var n *tpu.Node
 		if err := json.Unmarshal(raw, &n); err != nil {
-			return Fleet{}, jsonError(fmt.Sprintf("nodes[%d]", i), raw, err)
+			return Fleet{}, fleetjson.Error(fmt.Sprintf("nodes[%d]", i), raw, err)
 		}
 		f.Nodes = append(f.Nodes, n)
 		if n != nil {
@@ -119,12 +120,8 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 			}
 		}
 	}
-	for i, raw := range rawQRs {
-		var q *tpu.QueuedResource
-		if err := json.Unmarshal(raw, &q); err != nil {
-			return Fleet{}, jsonError(fmt.Sprintf("queuedResources[%d]", i), raw, err)
-		}
-		f.QueuedResources = append(f.QueuedResources, q)
+	if f.QueuedResources, err = fleetjson.Resources[tpu.QueuedResource]("queuedResources", rawQRs); err != nil {
+		return Fleet{}, err
 	}
 	if err := f.validate(); err != nil {
 		return Fleet{}, err
@@ -132,41 +129,8 @@ func ReadFleet(r io.Reader) (Fleet, error) {
 	return f, nil
 }
 
-// splitValues splits data into its top-level JSON values. A syntax error
-// is reported with its line and column.
-func splitValues(data []byte) ([]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var values []json.RawMessage
-	for {
-		var v json.RawMessage
-		err := dec.Decode(&v)
-		if errors.Is(err, io.EOF) {
-			return values, nil
-		}
-		if err != nil {
-			if len(values) == 0 {
-				// Let the single-value path name the element and field.
-				return []json.RawMessage{data}, nil
-			}
-			return nil, jsonError(fmt.Sprintf("value %d", len(values)+1), data, err)
-		}
-		values = append(values, v)
-	}
-}
-
 // ReadFleetFile reads the fleet file at path (see ReadFleet).
-func ReadFleetFile(path string) (Fleet, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return Fleet{}, fmt.Errorf("fleet: %w", err)
-	}
-	defer file.Close()
-	f, err := ReadFleet(file)
-	if err != nil {
-		return Fleet{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
-}
+func ReadFleetFile(path string) (Fleet, error) { return fleetjson.ReadFile(path, ReadFleet) }
 
 // Write writes f in the fleet file format, indented: a JSON array of nodes
 // when there are no queued resources, else the object form.
@@ -268,57 +232,4 @@ func checkName(at, name string, re *regexp.Regexp, want string) error {
 		return fmt.Errorf("fleet: %s: %q: id %q must be lower-case letters, digits and hyphens, starting with a letter", at, name, id)
 	}
 	return nil
-}
-
-// jsonError turns a decoding error into one naming where it happened: the
-// element path and field for a type error, line and column for a syntax error.
-func jsonError(at string, data []byte, err error) error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	prefix := "fleet: "
-	if at != "" {
-		prefix += at
-	}
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		path := at
-		if field != "" {
-			if path != "" {
-				path += "."
-			}
-			path += field
-		}
-		if path == "" {
-			path = "top level"
-		}
-		return fmt.Errorf("fleet: %s: cannot use JSON %s as %s", path, typeErr.Value, typeErr.Type)
-	case errors.As(err, &syntaxErr):
-		line, col := position(data, syntaxErr.Offset)
-		if at != "" {
-			prefix += ": "
-		}
-		return fmt.Errorf("%sline %d, column %d: %w", prefix, line, col, err)
-	}
-	if at != "" {
-		prefix += ": "
-	}
-	return fmt.Errorf("%s%w", prefix, err)
-}
-
-func position(data []byte, offset int64) (line, col int) {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
-	before := data[:offset]
-	line = bytes.Count(before, []byte{'\n'}) + 1
-	col = int(offset) - bytes.LastIndexByte(before, '\n')
-	return line, col
-}
-
-func firstBytes(b []byte) string {
-	if len(b) > 20 {
-		return string(b[:20])
-	}
-	return string(b)
 }

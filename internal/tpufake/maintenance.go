@@ -39,11 +39,10 @@ type GuestAttribute struct {
 
 // maintState is the Server's maintenance state. Guarded by Server.mu.
 type maintState struct {
-	guest    map[string][]GuestAttribute // node → attributes
-	outcome  map[string]string           // node → state after its maintenance ("" = READY)
-	inMaint  map[string]string           // node → the maintenance operation under way
-	patchSeq int
-	during   [2]string // WithMaintenanceNodeState: state and health in maintenance
+	guest   map[string][]GuestAttribute // node → attributes
+	outcome map[string]string           // node → state after its maintenance ("" = READY)
+	inMaint map[string]string           // node → the maintenance operation under way
+	during  [2]string                   // WithMaintenanceNodeState: state and health in maintenance
 }
 
 func (m *maintState) init() {

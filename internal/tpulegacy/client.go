@@ -2,7 +2,7 @@
 // gRPC) to remediate.TPU, for legacy TPU Nodes: the architecture created
 // through the v1 API, which the v2 API does not recreate (a v2 create makes
 // a TPU VM). It converts v1 nodes to and from the v2 tpu.Node shape the rest
-// of the system uses and gRPC errors to remediate's error kinds (remediate.FromAPI). It only translates calls; it never decides
+// of the system uses and gRPC errors to the domain's failure kinds (googleerr.FromAPI). It only translates calls; it never decides
 // anything, and it has no queued resources (those calls fail permanently).
 package tpulegacy
 
@@ -18,6 +18,8 @@ import (
 	"google.golang.org/api/option"
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/failure"
+	"github.com/tpu-autoheal/autoheal/internal/googleerr"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -29,7 +31,7 @@ const DefaultPageSize = 100
 // ErrNoQueuedResources is returned by the queued resource calls: legacy TPU
 // Nodes are never owned by a queued resource. It is permanent (not a
 // transient or API error).
-var ErrNoQueuedResources = &remediate.Error{Kind: remediate.KindPermanent, Err: errors.New("legacy TPU nodes (TPU v1 API) have no queued resources")}
+var ErrNoQueuedResources = &failure.Error{Kind: failure.Permanent, Err: errors.New("legacy TPU nodes (TPU v1 API) have no queued resources")}
 
 // Client implements remediate.TPU with the TPU v1 gRPC API.
 type Client struct {
@@ -60,7 +62,7 @@ func (c *Client) Close() error { return c.c.Close() }
 func (c *Client) GetNode(ctx context.Context, name string) (*tpu.Node, error) {
 	n, err := c.c.GetNode(ctx, &tpupb.GetNodeRequest{Name: name}) // rest: tpu.projects.locations.nodes.get
 	if err != nil {
-		return nil, fmt.Errorf("get legacy node %s: %w", name, remediate.FromAPI(err))
+		return nil, fmt.Errorf("get legacy node %s: %w", name, googleerr.FromAPI(err))
 	}
 	return ToV2(n), nil
 }
@@ -75,7 +77,7 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 	var page []*tpupb.Node
 	next, err := iterator.NewPager(it, size, pageToken).NextPage(&page)
 	if err != nil {
-		return nil, "", fmt.Errorf("list legacy nodes in %s: %w", parent, remediate.FromAPI(err))
+		return nil, "", fmt.Errorf("list legacy nodes in %s: %w", parent, googleerr.FromAPI(err))
 	}
 	nodes := make([]*tpu.Node, 0, len(page))
 	for _, n := range page {
@@ -89,7 +91,7 @@ func (c *Client) ListNodes(ctx context.Context, parent, pageToken string) ([]*tp
 func (c *Client) DeleteNode(ctx context.Context, name string) (string, error) {
 	op, err := c.c.DeleteNode(ctx, &tpupb.DeleteNodeRequest{Name: name}) // rest: tpu.projects.locations.nodes.delete
 	if err != nil {
-		return "", fmt.Errorf("delete legacy node %s: %w", name, remediate.FromAPI(err))
+		return "", fmt.Errorf("delete legacy node %s: %w", name, googleerr.FromAPI(err))
 	}
 	return op.Name(), nil
 }
@@ -102,7 +104,7 @@ func (c *Client) CreateNode(ctx context.Context, parent, nodeID string, node *tp
 	n.Name = ""
 	op, err := c.c.CreateNode(ctx, &tpupb.CreateNodeRequest{Parent: parent, NodeId: nodeID, Node: n}) // rest: tpu.projects.locations.nodes.create
 	if err != nil {
-		return "", fmt.Errorf("create legacy node %s/nodes/%s: %w", parent, nodeID, remediate.FromAPI(err))
+		return "", fmt.Errorf("create legacy node %s/nodes/%s: %w", parent, nodeID, googleerr.FromAPI(err))
 	}
 	return op.Name(), nil
 }
@@ -112,13 +114,13 @@ func (c *Client) CreateNode(ctx context.Context, parent, nodeID string, node *tp
 func (c *Client) GetOperation(ctx context.Context, name string) (bool, error) {
 	op, err := c.c.GetOperation(ctx, &longrunningpb.GetOperationRequest{Name: name}) // rest: tpu.projects.locations.operations.get
 	if err != nil {
-		return false, fmt.Errorf("get legacy operation %s: %w", name, remediate.FromAPI(err))
+		return false, fmt.Errorf("get legacy operation %s: %w", name, googleerr.FromAPI(err))
 	}
 	if !op.GetDone() {
 		return false, nil
 	}
 	if st := op.GetError(); st != nil {
-		return true, remediate.OperationError(name, st.GetCode(), st.GetMessage())
+		return true, googleerr.Operation(name, st.GetCode(), st.GetMessage())
 	}
 	return true, nil
 }
