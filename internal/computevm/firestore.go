@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
 
@@ -60,25 +61,32 @@ type specDoc struct {
 	Zone    string    `firestore:"zone"`
 	Spec    string    `firestore:"spec"` // the instance JSON
 	Saved   time.Time `firestore:"saved"`
+	// KeyVersion and MAC are the spec's seal; LastStart the instance's
+	// lastStartTimestamp when saved.
+	KeyVersion string `firestore:"keyVersion"`
+	MAC        []byte `firestore:"mac"`
+	LastStart  string `firestore:"lastStart"`
 }
 
 // SaveSpec implements Store.
-func (f *Firestore) SaveSpec(ctx context.Context, name string, spec *compute.Instance) error {
+func (f *Firestore) SaveSpec(ctx context.Context, name string, spec SavedSpec) error {
 	ref, err := ParseRef(name)
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(spec)
+	b, err := json.Marshal(spec.Spec)
 	if err != nil {
 		return err
 	}
-	_, err = f.col(CollectionSpecs).Doc(docID(name)).Set(ctx, specDoc{Name: name, Project: ref.Project, Zone: ref.Zone, Spec: string(b), Saved: time.Now()}) // rest: firestore.projects.databases.documents.commit
+	d := specDoc{Name: name, Project: ref.Project, Zone: ref.Zone, Spec: string(b), Saved: spec.Seen,
+		KeyVersion: spec.Seal.KeyVersion, MAC: spec.Seal.MAC, LastStart: spec.LastStart}
+	_, err = f.col(CollectionSpecs).Doc(docID(name)).Set(ctx, d) // rest: firestore.projects.databases.documents.commit
 	return err
 }
 
 // Specs implements Store.
-func (f *Firestore) Specs(ctx context.Context, project, zone string) (map[string]*compute.Instance, error) {
-	out := map[string]*compute.Instance{}
+func (f *Firestore) Specs(ctx context.Context, project, zone string) (map[string]SavedSpec, error) {
+	out := map[string]SavedSpec{}
 	it := f.col(CollectionSpecs).Where("project", "==", project).Where("zone", "==", zone).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
 	defer it.Stop()
 	for {
@@ -97,7 +105,7 @@ func (f *Firestore) Specs(ctx context.Context, project, zone string) (map[string
 		if err := json.Unmarshal([]byte(d.Spec), &in); err != nil {
 			return nil, fmt.Errorf("saved spec of %s: %w", d.Name, err)
 		}
-		out[d.Name] = &in
+		out[d.Name] = SavedSpec{Spec: &in, Seal: seal.Seal{KeyVersion: d.KeyVersion, MAC: d.MAC}, Seen: d.Saved, LastStart: d.LastStart}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
@@ -55,6 +56,12 @@ type Recovery struct {
 	Policy   vmpolicy.Config
 	Holder   string
 	Now      func() time.Time
+	// Sealer seals every saved spec and verifies it before an insert
+	// (specseal.go); nil: specs are neither sealed nor verified (local
+	// runs). TrustUnsealedSpecs accepts a spec saved with no seal, as
+	// remediate.Handler.TrustUnsealedSpecs does for nodes.
+	Sealer             seal.Sealer
+	TrustUnsealedSpecs bool
 
 	mu        sync.Mutex
 	migSlices map[string]bool // MIGIsSlice, cached: a MIG's workload policy does not change
@@ -120,9 +127,10 @@ func (r *Recovery) now() time.Time {
 
 // member is one instance of a slice as just observed: in nil when NOT FOUND.
 type member struct {
-	ref  Ref
-	in   *compute.Instance
-	spec *compute.Instance
+	ref   Ref
+	in    *compute.Instance
+	spec  *compute.Instance // saved.Spec, nil when none is saved
+	saved SavedSpec
 }
 
 // evidenceOf is the evidence an event gives, ok false when it gives none
@@ -188,7 +196,8 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	if err != nil {
 		return nil, fmt.Errorf("read saved specs of %s/%s: %w", ref.Project, ref.Zone, err)
 	}
-	spec := specs[ref.String()]
+	saved := specs[ref.String()]
+	spec := saved.Spec
 	if in == nil && spec == nil || in != nil && (!IsTPU(in) || !OptedIn(in)) {
 		// Most instance entries are about VMs that are not TPU VMs, or not
 		// opted in: recorded and dropped, the next ones of the hour
@@ -209,7 +218,7 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	if err != nil {
 		return nil, err
 	}
-	members := []member{{ref: ref, in: in, spec: spec}}
+	members := []member{{ref: ref, in: in, spec: spec, saved: saved}}
 	if key != ref.String() {
 		all, err := r.Compute.ListOptedIn(ctx, ref.Project, ref.Zone)
 		if err != nil {
@@ -235,7 +244,7 @@ func orSpec(in, spec *compute.Instance) *compute.Instance {
 
 // sliceMembers are the instances of slice key in the zone: those listed and
 // those whose spec was saved but that are gone.
-func (r *Recovery) sliceMembers(ctx context.Context, key string, zone Ref, listed []*compute.Instance, specs map[string]*compute.Instance) ([]member, error) {
+func (r *Recovery) sliceMembers(ctx context.Context, key string, zone Ref, listed []*compute.Instance, specs map[string]SavedSpec) ([]member, error) {
 	var out []member
 	seen := map[string]bool{}
 	for _, in := range listed {
@@ -245,19 +254,19 @@ func (r *Recovery) sliceMembers(ctx context.Context, key string, zone Ref, liste
 			return nil, err
 		}
 		if k == key {
-			out = append(out, member{ref: ref, in: in, spec: specs[ref.String()]})
+			out = append(out, member{ref: ref, in: in, spec: specs[ref.String()].Spec, saved: specs[ref.String()]})
 			seen[ref.String()] = true
 		}
 	}
-	for name, spec := range specs {
+	for name, saved := range specs {
 		ref, err := ParseRef(name)
 		if err != nil || seen[name] {
 			continue
 		}
-		if k, err := r.keyOf(ctx, spec, ref); err != nil {
+		if k, err := r.keyOf(ctx, saved.Spec, ref); err != nil {
 			return nil, err
 		} else if k == key {
-			out = append(out, member{ref: ref, spec: spec})
+			out = append(out, member{ref: ref, spec: saved.Spec, saved: saved})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ref.Name < out[j].ref.Name })
@@ -293,7 +302,9 @@ func (r *Recovery) Sweep(ctx context.Context, projects, zones []string) (SweepRe
 			for _, in := range all {
 				ref := Ref{Project: p, Zone: z, Name: in.Name}
 				if MIGOf(in, p) == "" && in.Status == vmpolicy.StatusRunning {
-					if err := r.saveSpec(ctx, ref, in, specs); err != nil {
+					if err := r.saveSpec(ctx, ref, in, specs); errors.Is(err, seal.ErrTransient) {
+						res.Errors = append(res.Errors, err) // the old spec stays; the next sweep seals again
+					} else if err != nil {
 						return res, err
 					}
 				}
@@ -307,12 +318,12 @@ func (r *Recovery) Sweep(ctx context.Context, projects, zones []string) (SweepRe
 					keys = append(keys, k)
 				}
 			}
-			for name, spec := range specs {
+			for name, saved := range specs {
 				ref, err := ParseRef(name)
 				if err != nil {
 					continue
 				}
-				if k, err := r.keyOf(ctx, spec, ref); err == nil && !slicesSeen[k] {
+				if k, err := r.keyOf(ctx, saved.Spec, ref); err == nil && !slicesSeen[k] {
 					slicesSeen[k] = true
 					keys = append(keys, k)
 				}
@@ -335,20 +346,26 @@ func (r *Recovery) Sweep(ctx context.Context, projects, zones []string) (SweepRe
 	return res, nil
 }
 
-// saveSpec saves in's spec when it differs from the saved one (specs is
-// updated too).
-func (r *Recovery) saveSpec(ctx context.Context, ref Ref, in *compute.Instance, specs map[string]*compute.Instance) error {
+// saveSpec saves in's spec, sealed, when it differs from the saved one or
+// the instance was started since it was saved (specs is updated too).
+func (r *Recovery) saveSpec(ctx context.Context, ref Ref, in *compute.Instance, specs map[string]SavedSpec) error {
 	spec := SpecOf(in)
 	if spec == nil {
 		return nil
 	}
-	if old := specs[ref.String()]; old != nil && sameSpec(old, spec) {
+	// Saved again when unsealed and a Sealer is configured: after an
+	// upgrade, the first sweep seals the spec of every running instance.
+	if old := specs[ref.String()]; old.Spec != nil && sameSpec(old.Spec, spec) && old.LastStart == in.LastStartTimestamp && (r.Sealer == nil || !old.Seal.IsZero()) {
 		return nil
 	}
-	if err := r.Store.SaveSpec(ctx, ref.String(), spec); err != nil {
+	saved := SavedSpec{Spec: spec, Seen: r.now().UTC().Truncate(time.Microsecond), LastStart: in.LastStartTimestamp}
+	if err := r.sealSpec(ctx, ref.String(), &saved); err != nil {
+		return fmt.Errorf("seal spec of %s: %w", ref, err)
+	}
+	if err := r.Store.SaveSpec(ctx, ref.String(), saved); err != nil {
 		return fmt.Errorf("save spec of %s: %w", ref, err)
 	}
-	specs[ref.String()] = spec
+	specs[ref.String()] = saved
 	return nil
 }
 
@@ -423,6 +440,22 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	}
 	if pause != nil {
 		return r.record(ctx, start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("would %s: paused (%s)", dec.Action, pause.What()), nil), nil
+	}
+	var warnings []string
+	if dec.Action == vmpolicy.ActionRecreate {
+		// The ledger is not a trust root: a spec whose seal does not
+		// verify is never inserted (specseal.go).
+		w, refused, err := r.verifySpecs(ctx, dec.Targets, members)
+		if err != nil {
+			out := r.build(start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("would %s: the seal of a saved spec could not be checked (no verdict): %v; looked at again on the next look", dec.Action, err), nil)
+			out.Severity = remediate.SeverityWarning
+			r.write(ctx, &out)
+			return out, nil
+		}
+		if refused != "" {
+			return r.record(ctx, start, ev, key, members, remediate.ActionSkip, refused, errors.New(refused)), nil
+		}
+		warnings = w
 	}
 	if r.Config.DryRun {
 		return r.record(ctx, start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("dry run: would %s %v: %s", dec.Action, dec.Targets, dec.Reason), nil), nil
@@ -501,7 +534,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	}
 	reason := dec.Reason + ": " + strings.Join(dec.Targets, ", ")
 	out := r.build(start, ev, key, members, action, reason, callErr)
-	out.Steps, out.Generation = steps, rec.Generation
+	out.Steps, out.Generation, out.Warnings = steps, rec.Generation, append(out.Warnings, warnings...)
 	if callErr == nil {
 		out.Phase = remediate.PhaseDone
 	}
