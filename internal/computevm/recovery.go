@@ -384,6 +384,12 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		names = append(names, m.ref.String())
 		o := Observe(m.ref, m.in, m.spec)
 		o.NoPrepare = r.maintenanceOff(m.in)
+		if m.in == nil {
+			o.Seen = m.saved.Seen
+			if t, err := time.Parse(time.RFC3339Nano, m.saved.LastStart); err == nil {
+				o.LastStart = t
+			}
+		}
 		observed = append(observed, o)
 	}
 	evidence, err := r.Store.Evidence(ctx, names)

@@ -90,6 +90,9 @@ func Observe(ref Ref, in, spec *compute.Instance) vmpolicy.Instance {
 	if t, err := time.Parse(time.RFC3339Nano, in.LastStopTimestamp); err == nil {
 		o.LastStop = t
 	}
+	if t, err := time.Parse(time.RFC3339Nano, in.LastStartTimestamp); err == nil {
+		o.LastStart = t
+	}
 	if in.Scheduling != nil && in.Scheduling.AutomaticRestart != nil {
 		o.AutomaticRestart = *in.Scheduling.AutomaticRestart
 	}

@@ -56,8 +56,17 @@ type Instance struct {
 	ID      uint64 // the instance id (0 when not found)
 	Status  string
 	OptedIn bool // the opt-in label; for a vanished one, its saved spec's
-	// LastStop is lastStopTimestamp (zero when never stopped).
-	LastStop time.Time
+	// LastStop is lastStopTimestamp (zero when never stopped); LastStart
+	// lastStartTimestamp (vanished: as its saved spec recorded it): a
+	// person's stop or delete after it explains the instance's state now,
+	// whatever system event came before, and a system event before it
+	// explains nothing (Compute Engine's own clock on both sides).
+	LastStop  time.Time
+	LastStart time.Time
+	// Seen is, for a vanished instance, when its saved spec was saved with
+	// the instance RUNNING (zero: unknown): a system event dated before it
+	// did not make it vanish (an old entry, redelivered or replayed).
+	Seen time.Time
 	// AutomaticRestart is scheduling.automaticRestart: Compute Engine may
 	// start the instance again by itself after a host error.
 	AutomaticRestart bool
@@ -155,7 +164,8 @@ type Decision struct {
 //   - an instance not opted in → record;
 //   - every instance RUNNING → record;
 //   - a person's stop/suspend/delete of an instance newer than the last
-//     system event about it, or SUSPENDED → held;
+//     system event about it or than its last start (vanished: than when
+//     it was last seen running), or SUSPENDED → held;
 //   - any instance in progress (PROVISIONING … DEPROVISIONING) → defer,
 //     until the stuck grace (then record: nothing of ours to do);
 //   - MIG-owned: record while the MIG repairs (within the stuck grace of
@@ -165,8 +175,9 @@ type Decision struct {
 //     (less EventSlack): defer within RestartGrace when automaticRestart is
 //     on, then start once per incident; TERMINATED otherwise (guest
 //     shutdown, a stop we have no evidence of) → held;
-//   - NOT FOUND after a system event → recreate from the saved spec, once
-//     per incident; without a spec or a system event → record.
+//   - NOT FOUND after a system event dated at or after when it was last
+//     seen running (less EventSlack) → recreate from the saved spec, once
+//     per incident; without a spec or such an event → record.
 func Decide(in Input, cfg Config) Decision {
 	if len(in.Slice) == 0 {
 		return Decision{Action: ActionRecord, Reason: "no instance observed"}
@@ -187,7 +198,16 @@ func Decide(in Input, cfg Config) Decision {
 	}
 	for _, i := range broken {
 		sys, person := latest(in.Evidence, i.Name, EvidenceSystem), latest(in.Evidence, i.Name, EvidencePerson)
-		if !person.IsZero() && !person.Before(sys) {
+		// A person's stop, suspend or delete holds the instance when it is
+		// newer than the last system event, or newer than the instance's
+		// last start (or, vanished, than when it was last seen running):
+		// then it is what the instance's state is now, and an older
+		// system event explains nothing.
+		since := i.LastStart
+		if !i.Found && i.Seen.After(since) {
+			since = i.Seen
+		}
+		if !person.IsZero() && (!person.Before(sys) || !since.IsZero() && person.After(since)) {
 			return Decision{Action: ActionHeld, Reason: fmt.Sprintf("a person stopped, suspended or deleted %s at %s: never undone", i.Name, person.Format(time.RFC3339))}
 		}
 		if i.Found && i.Status == StatusSuspended {
@@ -237,6 +257,9 @@ func Decide(in Input, cfg Config) Decision {
 		case !i.Found:
 			if sys.IsZero() {
 				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s is NOT FOUND with no system event: not ours to recreate", i.Name)}
+			}
+			if sys.Before(i.LastStart) || !i.Seen.IsZero() && sys.Before(i.Seen.Add(-cfg.EventSlack)) {
+				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s is NOT FOUND; its last system event (%s) is older than when it was last seen running (%s): not what made it vanish", i.Name, sys.Format(time.RFC3339), i.Seen.Format(time.RFC3339))}
 			}
 			if !i.HasSpec {
 				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s vanished after a system event but no spec was saved before it broke", i.Name)}

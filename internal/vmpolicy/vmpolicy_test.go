@@ -44,6 +44,12 @@ var (
 	}
 )
 
+func seenAt(i vmpolicy.Instance, d time.Duration) vmpolicy.Instance { i.Seen = at(d); return i }
+
+func startedAt(d time.Duration) func(*vmpolicy.Instance) {
+	return func(i *vmpolicy.Instance) { i.LastStart = at(d) }
+}
+
 func sys(name string, d time.Duration) vmpolicy.Evidence {
 	return vmpolicy.Evidence{Instance: name, Kind: vmpolicy.EvidenceSystem, Method: "compute.instances.hostError", Time: at(d)}
 }
@@ -75,6 +81,20 @@ func TestDecide(t *testing.T) {
 		{"pending is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PENDING")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
 		{"standalone stuck in progress past the grace is recorded (no call fits)",
 			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "STAGING")}, Since: t0, Now: at(time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"vanished after a system event newer than when it was last seen running is recreated",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(gone(vmA), -time.Hour)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionRecreate, []string{vmA}},
+		{"vanished, its only system event older than when it was last seen running: an old entry explains nothing",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(gone(vmA), time.Hour)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(2 * time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"vanished, a system event just before it was seen (within the slack) still explains it",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(gone(vmA), time.Minute)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(2 * time.Minute)}, vmpolicy.ActionRecreate, []string{vmA}},
+		{"vanished, a person's delete after it was last seen though an older system event is newer: held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(gone(vmA), time.Hour)}, Evidence: []vmpolicy.Evidence{person(vmA, 2*time.Hour), sys(vmA, 3*time.Hour)}, Now: at(4 * time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"terminated, a person's stop after its last start, a system event after that: held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", startedAt(-time.Hour), stoppedAt(time.Minute))}, Evidence: []vmpolicy.Evidence{person(vmA, -time.Minute), sys(vmA, time.Minute)}, Now: at(time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"terminated, a person's stop before its last start, then a host error: started",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", startedAt(-time.Hour))}, Evidence: []vmpolicy.Evidence{person(vmA, -2*time.Hour), sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionStart, []string{vmA}},
+		{"vanished, its only system event older than its last start (as saved): an old entry explains nothing",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{func() vmpolicy.Instance { i := gone(vmA); i.LastStart = at(30 * time.Second); return i }()}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Hour)}, vmpolicy.ActionRecord, nil},
 		{"terminated by a host error is started",
 			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionStart, []string{vmA}},
 		{"terminated with automaticRestart is deferred within the restart grace",
