@@ -164,10 +164,19 @@ func (f *Firestore) Evidence(ctx context.Context, instances []string) ([]vmpolic
 }
 
 type sliceDoc struct {
-	Since      time.Time `firestore:"since"`
-	Action     string    `firestore:"action"`
-	At         time.Time `firestore:"at"`
-	Operations []string  `firestore:"operations"`
+	Since      time.Time    `firestore:"since"`
+	Action     string       `firestore:"action"`
+	At         time.Time    `firestore:"at"`
+	Operations []string     `firestore:"operations"`
+	Unknown    []unknownDoc `firestore:"unknown"`
+}
+
+type unknownDoc struct {
+	Instance  string    `firestore:"instance"`
+	Action    string    `firestore:"action"`
+	RequestID string    `firestore:"requestId"`
+	At        time.Time `firestore:"at"`
+	Reads     int       `firestore:"reads"`
 }
 
 // Slice implements Store.
@@ -183,11 +192,19 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 	if err := s.DataTo(&d); err != nil {
 		return SliceState{}, err
 	}
-	return SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations}, nil
+	st := SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations}
+	for _, u := range d.Unknown {
+		st.Unknown = append(st.Unknown, UnknownCall{Instance: u.Instance, Action: vmpolicy.Action(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
+	}
+	return st, nil
 }
 
 // SetSlice implements Store.
 func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) error {
-	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations}) // rest: firestore.projects.databases.documents.commit
+	d := sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations}
+	for _, u := range st.Unknown {
+		d.Unknown = append(d.Unknown, unknownDoc{Instance: u.Instance, Action: string(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
+	}
+	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, d) // rest: firestore.projects.databases.documents.commit
 	return err
 }

@@ -404,6 +404,10 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		return remediate.Record{}, err
 	}
 	now := r.now()
+	state, waiting, err := r.resolveUnknown(ctx, key, state, members, now)
+	if err != nil {
+		return remediate.Record{}, err
+	}
 	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, Now: now}, r.Policy)
 	healthy := true
 	for _, o := range observed {
@@ -430,6 +434,17 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 					return remediate.Record{}, fmt.Errorf("forget the spec of %s: %w", observed[i].Name, err)
 				}
 			}
+		}
+	}
+	if len(waiting) > 0 {
+		if dec.Action == vmpolicy.ActionHeld {
+			// A person acted since: whatever the call did, nothing more is sent.
+			state.Unknown = nil
+			if err := r.Store.SetSlice(ctx, key, state); err != nil {
+				return remediate.Record{}, err
+			}
+		} else if dec.Action.Mutates() {
+			return r.record(ctx, start, ev, key, members, remediate.ActionDefer, waitingReason(dec, waiting), nil), nil
 		}
 	}
 	action := remediate.Action(dec.Action)
@@ -517,7 +532,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	if err := r.Store.SetSlice(ctx, key, state); err != nil {
 		return remediate.Record{}, fmt.Errorf("save incident of %s: %w", key, err)
 	}
-	steps, pending, callErr := r.act(ctx, dec, key, members, fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation))
+	steps, pending, unknown, callErr := r.act(ctx, dec, key, members, fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation))
 	if callErr == nil && len(pending) > 0 {
 		state.Operations = pending
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
@@ -529,7 +544,10 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		// incident is open again, so a later look retries once the
 		// cooldown the claim counted for has passed (bounded by the window
 		// cap); a call that took effect after all is the same request.
-		state.Incident = prev
+		// A call whose answer was lost or unclear is kept as sent, outcome
+		// unknown: no other is sent for it until it is seen in effect or
+		// concluded not to be (unknown.go).
+		state.Incident, state.Unknown = prev, append(state.Unknown, unknown...)
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
 			return remediate.Record{}, fmt.Errorf("reopen incident of %s: %w", key, err)
 		}
@@ -695,15 +713,21 @@ func (r *Recovery) pause(ctx context.Context, hist remediate.History, key string
 // without a verdict yet. incident names the incident and the claim: the
 // request ids derive from it, so a call repeated within one claim is one
 // request, and a retry under a later claim (after a stockout) a new one.
-func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, members []member, incident string) (steps []remediate.Step, pending []string, _ error) {
+//
+// A start or insert whose answer was lost or unclear (ambiguous) is
+// returned in unknown: sent, outcome unknown (unknown.go).
+func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, members []member, incident string) (steps []remediate.Step, pending []string, unknown []UnknownCall, _ error) {
 	byName := map[string]member{}
 	for _, m := range members {
 		byName[m.ref.String()] = m
 	}
 	var errs []error
-	call := func(name, project, zone string, f func() (string, error)) {
+	call := func(name, target, requestID, project, zone string, f func() (string, error)) {
 		t := r.now()
 		op, err := f()
+		if err != nil && ambiguous(err) && (dec.Action == vmpolicy.ActionStart || dec.Action == vmpolicy.ActionRecreate) {
+			unknown = append(unknown, UnknownCall{Instance: target, Action: dec.Action, RequestID: requestID, At: t})
+		}
 		st := remediate.Step{Name: name, Operation: op, Start: t}
 		if err == nil && op != "" {
 			done, oerr := r.Compute.GetOperation(ctx, project, zone, op)
@@ -725,25 +749,28 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 	case vmpolicy.ActionStart:
 		for _, t := range dec.Targets {
 			m := byName[t]
-			call("start", m.ref.Project, m.ref.Zone, func() (string, error) {
-				return r.Compute.Start(ctx, m.ref, RequestID(t+"|start|"+incident))
+			id := RequestID(t + "|start|" + incident)
+			call("start", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
+				return r.Compute.Start(ctx, m.ref, id)
 			})
 		}
 	case vmpolicy.ActionRecreate:
 		for _, t := range dec.Targets {
 			m := byName[t]
-			call("insert", m.ref.Project, m.ref.Zone, func() (string, error) {
-				return r.Compute.Insert(ctx, m.ref, m.spec, RequestID(t+"|insert|"+incident))
+			id := RequestID(t + "|insert|" + incident)
+			call("insert", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
+				return r.Compute.Insert(ctx, m.ref, m.spec, id)
 			})
 		}
 	case vmpolicy.ActionRecreateInstances:
 		mig := MIGOf(orSpec(members[0].in, members[0].spec), members[0].ref.Project)
 		project, zone := zoneOfKey(mig)
-		call("recreateInstances", project, zone, func() (string, error) {
-			return r.Compute.RecreateInstances(ctx, mig, dec.Targets, RequestID(key+"|recreateInstances|"+incident))
+		id := RequestID(key + "|recreateInstances|" + incident)
+		call("recreateInstances", mig, id, project, zone, func() (string, error) {
+			return r.Compute.RecreateInstances(ctx, mig, dec.Targets, id)
 		})
 	}
-	return steps, pending, errors.Join(errs...)
+	return steps, pending, unknown, errors.Join(errs...)
 }
 
 // zoneOfKey is the project and zone of a slice key.

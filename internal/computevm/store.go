@@ -65,6 +65,10 @@ type SliceState struct {
 	// yet (projects/P/zones/Z/operations/O): one that ends in error
 	// reopens the incident.
 	Operations []string
+	// Unknown are the starts and inserts sent whose outcome is unknown
+	// (the answer lost or unclear): no other call is made for the slice
+	// until each is seen in effect or concluded not to be.
+	Unknown []UnknownCall
 }
 
 // MaxEvidence is how many entries are kept per instance.
