@@ -47,6 +47,7 @@ func newInstances(ctx context.Context, cfg Config, d *deps, rc remediate.Config,
 	}
 	pc := vmpolicy.DefaultConfig()
 	pc.StuckGrace = cfg.StuckGrace
+	pc.FaultyHosts, _ = vmpolicy.ParseFaultyHosts(cfg.ReportFaultyHosts) // validated by Validate
 	return &computevm.Recovery{
 		Compute: d.compute, Store: d.vmStore, Ledger: d.store, Recorder: d.recorder,
 		Config: rc, Policy: pc, Holder: "function-instances", Now: d.now,

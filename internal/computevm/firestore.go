@@ -169,6 +169,13 @@ type sliceDoc struct {
 	At         time.Time    `firestore:"at"`
 	Operations []string     `firestore:"operations"`
 	Unknown    []unknownDoc `firestore:"unknown"`
+	Faulty     []faultyDoc  `firestore:"faulty"`
+}
+
+type faultyDoc struct {
+	Instance  string    `firestore:"instance"`
+	At        time.Time `firestore:"at"`
+	Operation string    `firestore:"operation"`
 }
 
 type unknownDoc struct {
@@ -196,6 +203,9 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 	for _, u := range d.Unknown {
 		st.Unknown = append(st.Unknown, UnknownCall{Instance: u.Instance, Action: vmpolicy.Action(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
 	}
+	for _, f := range d.Faulty {
+		st.Faulty = append(st.Faulty, FaultyReport{Instance: f.Instance, At: f.At, Operation: f.Operation})
+	}
 	return st, nil
 }
 
@@ -204,6 +214,9 @@ func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) err
 	d := sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations}
 	for _, u := range st.Unknown {
 		d.Unknown = append(d.Unknown, unknownDoc{Instance: u.Instance, Action: string(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
+	}
+	for _, r := range st.Faulty {
+		d.Faulty = append(d.Faulty, faultyDoc{Instance: r.Instance, At: r.At, Operation: r.Operation})
 	}
 	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, d) // rest: firestore.projects.databases.documents.commit
 	return err

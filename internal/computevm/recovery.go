@@ -29,6 +29,7 @@ type Instances interface {
 	GetOperation(ctx context.Context, project, zone, name string) (bool, error)
 	MIGIsSlice(ctx context.Context, mig string) (bool, error)
 	SetMetadataKey(ctx context.Context, r Ref, in *compute.Instance, key, value string) (string, error)
+	ReportHostAsFaulty(ctx context.Context, r Ref, description, requestID string) (string, error)
 }
 
 var _ Instances = (*Client)(nil)
@@ -378,12 +379,17 @@ func sameSpec(a, b *compute.Instance) bool {
 // reconcile decides about one slice and carries the decision out.
 func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Event, key string, members []member) (remediate.Record, error) {
 	project, zone := zoneOfKey(key)
+	state, err := r.Store.Slice(ctx, key)
+	if err != nil {
+		return remediate.Record{}, fmt.Errorf("read slice %s: %w", key, err)
+	}
 	var names []string
 	var observed []vmpolicy.Instance
 	for _, m := range members {
 		names = append(names, m.ref.String())
 		o := Observe(m.ref, m.in, m.spec)
 		o.NoPrepare = r.maintenanceOff(m.in)
+		o.FaultyReported = state.faultyReported(m.ref.String())
 		if m.in == nil {
 			o.Seen = m.saved.Seen
 			if t, err := time.Parse(time.RFC3339Nano, m.saved.LastStart); err == nil {
@@ -395,10 +401,6 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	evidence, err := r.Store.Evidence(ctx, names)
 	if err != nil {
 		return remediate.Record{}, fmt.Errorf("read evidence of %s: %w", key, err)
-	}
-	state, err := r.Store.Slice(ctx, key)
-	if err != nil {
-		return remediate.Record{}, fmt.Errorf("read slice %s: %w", key, err)
 	}
 	if state, err = r.verdicts(ctx, key, state); err != nil {
 		return remediate.Record{}, err
@@ -493,6 +495,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		}
 		r.write(ctx, &out)
 		return out, nil
+	}
+	if dec.Action == vmpolicy.ActionReportFaulty {
+		return r.reportFaulty(ctx, start, ev, key, dec, members, evidence, state)
 	}
 	cause := events.CauseUnknown
 	if ev != nil {
@@ -725,7 +730,7 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 	call := func(name, target, requestID, project, zone string, f func() (string, error)) {
 		t := r.now()
 		op, err := f()
-		if err != nil && ambiguous(err) && (dec.Action == vmpolicy.ActionStart || dec.Action == vmpolicy.ActionRecreate) {
+		if err != nil && ambiguous(err) && (dec.Action == vmpolicy.ActionStart || dec.Action == vmpolicy.ActionRecreate || dec.Action == vmpolicy.ActionReportFaulty) {
 			unknown = append(unknown, UnknownCall{Instance: target, Action: dec.Action, RequestID: requestID, At: t})
 		}
 		st := remediate.Step{Name: name, Operation: op, Start: t}
@@ -760,6 +765,14 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 			id := RequestID(t + "|insert|" + incident)
 			call("insert", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
 				return r.Compute.Insert(ctx, m.ref, m.spec, id)
+			})
+		}
+	case vmpolicy.ActionReportFaulty:
+		for _, t := range dec.Targets {
+			m := byName[t]
+			id := RequestID(t + "|reportHostAsFaulty|" + incident)
+			call("reportHostAsFaulty", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
+				return r.Compute.ReportHostAsFaulty(ctx, m.ref, "tpu-autoheal: "+dec.Reason, id)
 			})
 		}
 	case vmpolicy.ActionRecreateInstances:

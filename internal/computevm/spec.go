@@ -96,6 +96,7 @@ func Observe(ref Ref, in, spec *compute.Instance) vmpolicy.Instance {
 	if in.Scheduling != nil && in.Scheduling.AutomaticRestart != nil {
 		o.AutomaticRestart = *in.Scheduling.AutomaticRestart
 	}
+	o.ReservationBound = in.Scheduling != nil && in.Scheduling.ProvisioningModel == "RESERVATION_BOUND"
 	if rs := in.ResourceStatus; rs != nil && rs.UpcomingMaintenance != nil && rs.UpcomingMaintenance.MaintenanceStatus == "PENDING" {
 		o.Maintenance = rs.UpcomingMaintenance.WindowStartTime
 	}

@@ -69,6 +69,37 @@ type SliceState struct {
 	// (the answer lost or unclear): no other call is made for the slice
 	// until each is seen in effect or concluded not to be.
 	Unknown []UnknownCall
+	// Faulty are the faulty-host reports sent, the newest per instance.
+	Faulty []FaultyReport
+}
+
+// FaultyReport is one instances.reportHostAsFaulty sent.
+type FaultyReport struct {
+	Instance  string
+	At        time.Time
+	Operation string // the zone operation's name, "" when its answer was lost
+}
+
+// faultyReported is when the host of instance was last reported faulty
+// (zero: never).
+func (s SliceState) faultyReported(instance string) time.Time {
+	for _, f := range s.Faulty {
+		if f.Instance == instance {
+			return f.At
+		}
+	}
+	return time.Time{}
+}
+
+// setFaulty replaces the report about f's instance with f.
+func setFaulty(list []FaultyReport, f FaultyReport) []FaultyReport {
+	out := []FaultyReport{f}
+	for _, x := range list {
+		if x.Instance != f.Instance {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // MaxEvidence is how many entries are kept per instance.

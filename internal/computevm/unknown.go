@@ -94,6 +94,16 @@ func (r *Recovery) resolveUnknown(ctx context.Context, key string, state SliceSt
 	return state, waiting, nil
 }
 
+// ambiguousStep reports whether the call about target is among unknown.
+func ambiguousStep(unknown []UnknownCall, target string) bool {
+	for _, c := range unknown {
+		if c.Instance == target {
+			return true
+		}
+	}
+	return false
+}
+
 // waitingReason is the defer reason while calls of unknown outcome hold a
 // slice that dec would act on.
 func waitingReason(dec vmpolicy.Decision, waiting []UnknownCall) string {
