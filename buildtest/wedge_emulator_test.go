@@ -24,7 +24,12 @@ import (
 // terminate of a healthy opted-in node (TPU API and Firestore emulator
 // behind it), malformed and oversized ones — so requests are cut off while
 // the handler is mid-way through its calls. Every patient post is answered
-// within 60 s and the function still answers afterwards.
+// within 3 min and the function still answers afterwards. A wedged handler
+// never answers; a slow one answers late: the bound is a wedge detector,
+// not a latency target (the latency is benchmarked, docs/benchmarks.md), and
+// it is set for a loaded 2-core machine: at a load average of 40 (CI beside
+// eight builds) 16 of 2,000 posts took over 60 s, all the same node's
+// incident bookkeeping contending on one Firestore document.
 func TestBuiltFunctionNeverWedges(t *testing.T) {
 	firestoreHost := emulator.Require(t, emulator.Firestore)
 	fleet, err := tpufake.ReadFleetFile(filepath.Join("testdata", "fleet.json"))
@@ -71,10 +76,11 @@ func TestBuiltFunctionNeverWedges(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	res := loadtest.Run(ctx, loadtest.Burst{URL: url, Bodies: bodies, Posts: 2000, Parallel: 32, Impatient: 0.75, Patience: 60 * time.Second})
+	const patience = 3 * time.Minute
+	res := loadtest.Run(ctx, loadtest.Burst{URL: url, Bodies: bodies, Posts: 2000, Parallel: 32, Impatient: 0.75, Patience: patience})
 	t.Logf("burst: %d posts, %d answered %v, %d given up on by their client", res.Posts, res.Answered, res.Statuses, res.GaveUp)
 	if len(res.Unanswered) > 0 {
-		t.Fatalf("%d posts unanswered within 60s, e.g. %s\nstderr:\n%s", len(res.Unanswered), res.Unanswered[0], stderr.String())
+		t.Fatalf("%d posts unanswered within %s, e.g. %s\nstderr:\n%s", len(res.Unanswered), patience, res.Unanswered[0], stderr.String())
 	}
 	for code, n := range res.Statuses {
 		if code != 204 {

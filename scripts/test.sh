@@ -151,7 +151,7 @@ fuzz FuzzParse ./internal/events
 fuzz FuzzReader ./internal/events
 fuzz FuzzFastParse ./internal/events
 fuzz FuzzReader ./internal/report
-FUZZTIME=${FUZZTIME:-30000x} fuzz FuzzDecideMaintenance ./internal/remediate
+FUZZTIME=${FUZZTIME:-30000x} fuzz FuzzDecideMaintenance ./internal/policy
 
 log "shellcheck"
 shellcheck scripts/*.sh .ci/run startup/*.sh startup/test/*.bash bench/*.sh

@@ -156,8 +156,9 @@ func Start(ctx context.Context, k Kind) (*Emulator, error) {
 			break
 		}
 		out := p.output()
+		taken := p.printed("Address already in use") || p.printed("BindException")
 		stopErr := p.stop()
-		if attempt < bindAttempts && portTaken(out) && ctx.Err() == nil {
+		if attempt < bindAttempts && taken && ctx.Err() == nil {
 			continue
 		}
 		return nil, errors.Join(fmt.Errorf("start %s emulator on %s (attempt %d): %w\n%s", k, host, attempt, err, out), stopErr)
@@ -209,11 +210,6 @@ const bindAttempts = 4
 
 // pickAddr chooses the port Start tries; tests replace it.
 var pickAddr = freeAddr
-
-// portTaken reports whether an emulator's output says its port was taken.
-func portTaken(out string) bool {
-	return strings.Contains(out, "Address already in use") || strings.Contains(out, "BindException")
-}
 
 // freeAddr is a loopback host:port nobody listens on right now, chosen
 // below the kernel's ephemeral range when it can be: a port from that
@@ -280,7 +276,7 @@ func waitReady(ctx context.Context, k Kind, host string, p *process) error {
 			// An answer from the port is not enough: another process may
 			// hold it (ours then fails to bind). Our emulator's own
 			// output must say it serves there.
-			if k.ready(resp) && strings.Contains(p.output(), k.servingLine(host)) {
+			if k.ready(resp) && p.printed(k.servingLine(host)) {
 				return nil
 			}
 		}
@@ -304,19 +300,36 @@ func waitReady(ctx context.Context, k Kind, host string, p *process) error {
 	}
 }
 
-// tail keeps the last bytes an emulator printed, for error messages. The
-// emulators log a stack trace for every NOT_FOUND; keeping it all would
-// only cost memory.
+// tail keeps the last bytes an emulator printed, for error messages, and
+// its first bytes, where it says it serves (or cannot bind): the emulators
+// log a stack trace for every NOT_FOUND, the readiness probe's included,
+// so under load those lines leave the tail before they are looked for.
+// Keeping it all would only cost memory.
 type tail struct {
-	mu  sync.Mutex
-	buf []byte
+	mu   sync.Mutex
+	head []byte
+	buf  []byte
 }
 
-const tailBytes = 8 << 10
+const (
+	tailBytes = 8 << 10
+	headBytes = 64 << 10
+)
+
+// contains reports whether s was printed within the first headBytes or
+// is in the tail.
+func (t *tail) contains(s string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Contains(string(t.head), s) || strings.Contains(string(t.buf), s)
+}
 
 func (t *tail) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if room := headBytes - len(t.head); room > 0 {
+		t.head = append(t.head, b[:min(room, len(b))]...)
+	}
 	t.buf = append(t.buf, b...)
 	if len(t.buf) > tailBytes {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailBytes:]...)

@@ -98,6 +98,9 @@ func startGroup(name string, args []string) (*process, error) {
 
 func (p *process) output() string { return p.out.String() }
 
+// printed reports whether the emulator printed s (see tail.contains).
+func (p *process) printed(s string) bool { return p.out.contains(s) }
+
 // stop closes the guard's stdin, sends SIGTERM to both groups, and SIGKILL
 // if anything is left after a grace period; it returns once no live process
 // of either group remains.

@@ -112,19 +112,21 @@ type recoveryDoc struct {
 	LeaseMillis    int64       `firestore:"leaseMillis"`
 	DeleteOp       string      `firestore:"deleteOp"`
 	CreateOp       string      `firestore:"createOp"`
+	ResetOp        string      `firestore:"resetOp"` // a reset's operation; before the field, in createOp (recovery)
 	Attempts       int         `firestore:"attempts"`
 	EventID        string      `firestore:"eventId"`
 	Cause          string      `firestore:"cause"`
 	StartedAt      time.Time   `firestore:"startedAt"`
 	UpdatedAt      time.Time   `firestore:"updatedAt"`
 	LastError      string      `firestore:"lastError"`
+	LastKind       string      `firestore:"lastKind"`   // Recovery.LastKind by its word; absent before the field (recovery)
 	Unfinished     bool        `firestore:"unfinished"` // queried by Unfinished
 	Counted        bool        `firestore:"counted"`
 	Recreates      []time.Time `firestore:"recreates"`
 	NextLookAt     time.Time   `firestore:"nextLookAt"`
 	Failures       int         `firestore:"failures"`
 	PausedMillis   int64       `firestore:"pausedMillis"` // Recovery.Paused
-	// The evidence rule (remediate/evidence.go).
+	// The evidence rule (policy/evidence.go).
 	SentOps          []string  `firestore:"sentOps"`
 	Actors           []string  `firestore:"actors"`
 	DeleteAnswered   bool      `firestore:"deleteAnswered"`
@@ -141,9 +143,9 @@ func (d recoveryDoc) fields() map[string]any {
 		"specKeyVersion": d.SpecKeyVersion, "specMac": d.SpecMAC,
 		"nodeId": d.NodeID, "deleteSent": d.DeleteSent,
 		"queuedResource": d.QueuedResource, "generation": d.Generation, "holder": d.Holder,
-		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp,
+		"leaseUntil": d.LeaseUntil, "leaseMillis": d.LeaseMillis, "deleteOp": d.DeleteOp, "createOp": d.CreateOp, "resetOp": d.ResetOp,
 		"attempts": d.Attempts, "eventId": d.EventID, "cause": d.Cause, "startedAt": d.StartedAt,
-		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "unfinished": d.Unfinished, "counted": d.Counted,
+		"updatedAt": d.UpdatedAt, "lastError": d.LastError, "lastKind": d.LastKind, "unfinished": d.Unfinished, "counted": d.Counted,
 		"recreates": d.Recreates, "nextLookAt": d.NextLookAt, "failures": d.Failures,
 		"sentOps": d.SentOps, "actors": d.Actors, "deleteAnswered": d.DeleteAnswered, "deleteUnanswered": d.DeleteUnanswered,
 		"createSentAt": d.CreateSentAt, "goneAt": d.GoneAt, "evidence": d.Evidence,
@@ -172,8 +174,8 @@ func toDoc(n nodeLedger) (recoveryDoc, error) {
 		NodeID: r.NodeID, DeleteSent: r.DeleteSent,
 		QueuedResource: r.QueuedResource, Generation: r.Generation, Holder: r.Holder,
 		LeaseUntil: r.LeaseUntil, LeaseMillis: n.LeaseFor.Milliseconds(),
-		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, Attempts: r.Attempts, EventID: r.EventID,
-		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError,
+		DeleteOp: r.DeleteOp, CreateOp: r.CreateOp, ResetOp: r.ResetOp, Attempts: r.Attempts, EventID: r.EventID,
+		Cause: string(r.Cause), StartedAt: r.StartedAt, UpdatedAt: r.UpdatedAt, LastError: r.LastError, LastKind: r.LastKind.String(),
 		Unfinished: r.Unfinished(), Counted: n.Counted, Recreates: n.Recreates,
 		NextLookAt: r.NextLookAt, Failures: r.Failures, Stockouts: r.Stockouts,
 		SentOps: r.SentOps, Actors: r.Actors, DeleteAnswered: r.DeleteAnswered, DeleteUnanswered: r.DeleteUnanswered,
@@ -193,16 +195,26 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 			return remediate.Recovery{}, fmt.Errorf("evidence of %s: %w", d.Node, err)
 		}
 	}
-	return remediate.Recovery{
+	rec := remediate.Recovery{
 		Node: d.Node, Project: d.Project, Action: remediate.Action(d.Action), Phase: remediate.Phase(d.Phase),
 		Spec: spec, SpecSeal: seal.Seal{KeyVersion: d.SpecKeyVersion, MAC: d.SpecMAC}, NodeID: d.NodeID, DeleteSent: d.DeleteSent, QueuedResource: d.QueuedResource, Generation: d.Generation, Holder: d.Holder,
-		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, Attempts: d.Attempts,
+		LeaseUntil: d.LeaseUntil, DeleteOp: d.DeleteOp, CreateOp: d.CreateOp, ResetOp: d.ResetOp, Attempts: d.Attempts,
 		EventID: d.EventID, Cause: events.Cause(d.Cause), StartedAt: d.StartedAt, UpdatedAt: d.UpdatedAt,
 		LastError: d.LastError, NextLookAt: d.NextLookAt, Failures: d.Failures, Stockouts: d.Stockouts,
 		Paused:  time.Duration(d.PausedMillis) * time.Millisecond,
 		SentOps: d.SentOps, Actors: d.Actors, DeleteAnswered: d.DeleteAnswered, DeleteUnanswered: d.DeleteUnanswered,
 		CreateSentAt: d.CreateSentAt, GoneAt: d.GoneAt, Evidence: evidence,
-	}, nil
+	}
+	rec.LastKind = remediate.KindNamed(d.LastKind)
+	if d.LastKind == "" {
+		// Saved before lastKind: the kind is in LastError's words.
+		rec.LastKind = remediate.KindInText(d.LastError)
+	}
+	// A reset saved before ResetOp existed kept its operation in createOp.
+	if rec.Action == remediate.ActionReset && rec.ResetOp == "" {
+		rec.ResetOp, rec.CreateOp = rec.CreateOp, ""
+	}
+	return rec, nil
 }
 
 func fromSnapshot(s *firestore.DocumentSnapshot) (nodeLedger, error) {

@@ -100,3 +100,74 @@ func TestActorsSurviveTheDocument(t *testing.T) {
 		t.Errorf("read back actors %q, want [operator@acme.example]", got.Actors)
 	}
 }
+
+// A reset's operation is ResetOp, on the way in and out; a document saved
+// before the field, with a reset's operation in createOp, reads as ResetOp
+// (a recreate's createOp stays its create's).
+func TestResetOperationReadsFromOldDocuments(t *testing.T) {
+	const op = "projects/p/locations/z/operations/op-7"
+	const node = "projects/p/locations/z/nodes/n"
+	doc, err := toDoc(nodeLedger{Latest: &remediate.Recovery{Node: node, Action: remediate.ActionReset, Phase: remediate.PhaseResetting, ResetOp: op}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.fields()["resetOp"] != op || doc.fields()["createOp"] != "" {
+		t.Errorf("written resetOp %v, createOp %v; want %s and none", doc.fields()["resetOp"], doc.fields()["createOp"], op)
+	}
+	for _, tc := range []struct {
+		name                  string
+		doc                   recoveryDoc
+		wantReset, wantCreate string
+	}{
+		{"a reset saved with resetOp", recoveryDoc{Node: node, Action: "reset", Phase: "resetting", ResetOp: op}, op, ""},
+		{"a reset saved before resetOp, its operation in createOp", recoveryDoc{Node: node, Action: "reset", Phase: "resetting", CreateOp: op}, op, ""},
+		{"a reset saved before Step as creating", recoveryDoc{Node: node, Action: "reset", Phase: "creating", CreateOp: op}, op, ""},
+		{"a recreate's create operation stays", recoveryDoc{Node: node, Action: "recreate", Phase: "creating", CreateOp: op}, "", op},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.doc.recovery()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ResetOp != tc.wantReset || got.CreateOp != tc.wantCreate {
+				t.Errorf("read ResetOp %q, CreateOp %q; want %q, %q", got.ResetOp, got.CreateOp, tc.wantReset, tc.wantCreate)
+			}
+		})
+	}
+}
+
+// The last failure's kind is kept by its word; a document saved before
+// lastKind has it read from lastError's words, and one saved with it is
+// never read from the words.
+func TestLastKindReadsFromOldDocuments(t *testing.T) {
+	const node = "projects/p/locations/z/nodes/n"
+	doc, err := toDoc(nodeLedger{Latest: &remediate.Recovery{Node: node, Phase: remediate.PhaseDeleted, LastError: "create (quota): Quota exceeded", LastKind: remediate.KindQuota}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.fields()["lastKind"] != "quota" {
+		t.Errorf("written lastKind %v; want quota", doc.fields()["lastKind"])
+	}
+	for _, tc := range []struct {
+		name string
+		doc  recoveryDoc
+		want remediate.Kind
+	}{
+		{"saved with lastKind", recoveryDoc{Node: node, LastError: "create (quota): Quota exceeded", LastKind: "quota"}, remediate.KindQuota},
+		{"saved with lastKind none, words quoting a stockout", recoveryDoc{Node: node, LastError: "closed: was create (stockout): x", LastKind: "none"}, remediate.KindNone},
+		{"saved before lastKind, a stockout", recoveryDoc{Node: node, LastError: "create (stockout): There is no more capacity in the zone"}, remediate.KindStockout},
+		{"saved before stockouts and quotas were told apart", recoveryDoc{Node: node, LastError: "create (exhausted): stockout"}, remediate.KindStockout},
+		{"saved before lastKind, a permanent failure", recoveryDoc{Node: node, LastError: "create (permanent): denied"}, remediate.KindPermanent},
+		{"saved before lastKind, no failure", recoveryDoc{Node: node}, remediate.KindNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.doc.recovery()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.LastKind != tc.want {
+				t.Errorf("read LastKind %s; want %s", got.LastKind, tc.want)
+			}
+		})
+	}
+}

@@ -16,53 +16,6 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// Kind is what a failed TPU call means for a recovery. The adapters
-// (tpuapi for the v2 REST API, tpulegacy for the v1 gRPC API) map the API's
-// errors into these kinds (Error); KindOf classifies any error, so an
-// unwrapped *googleapi.Error or a network error is classified the same way.
-type Kind int
-
-// Kinds.
-const (
-	KindNone          Kind = iota // no error
-	KindNotFound                  // NOT_FOUND (404)
-	KindAlreadyExists             // ALREADY_EXISTS (409 other than ABORTED)
-	KindStockout                  // the zone has no capacity for it (a stockout): retried with jittered back-off, never counted
-	KindTransient                 // may go away by itself: 429 rate limits, 5xx, INTERNAL, UNAVAILABLE, deadlines, broken connections, malformed answers
-	KindPermanent                 // retrying the same call cannot help: INVALID_ARGUMENT, PERMISSION_DENIED, FAILED_PRECONDITION, …
-	KindQuota                     // a resource quota is used up (zone or region, QuotaScope): retried every lease, never counted, never a zone fallback
-)
-
-func (k Kind) String() string {
-	switch k {
-	case KindNone:
-		return "none"
-	case KindNotFound:
-		return "not found"
-	case KindAlreadyExists:
-		return "already exists"
-	case KindStockout:
-		return "stockout"
-	case KindQuota:
-		return "quota"
-	case KindTransient:
-		return "transient"
-	case KindPermanent:
-		return "permanent"
-	}
-	return fmt.Sprintf("kind(%d)", int(k))
-}
-
-// Error is a TPU call's failure as an adapter classified it. Err keeps the
-// API's own error.
-type Error struct {
-	Kind Kind
-	Err  error
-}
-
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
-
 // kindOfCode classifies a google.rpc code with its message: the one table
 // both adapters and finished operations use. RESOURCE_EXHAUSTED is a
 // stockout when its wording is about capacity ("There is no more capacity
@@ -268,21 +221,6 @@ func KindOfCompute(code, message string) Kind {
 		return KindStockout
 	}
 	return KindTransient
-}
-
-// QuotaScope is the blast radius a quota (or stockout) refusal's wording
-// gives: "region" when it says "in region" (every zone of the region is
-// refused alike: a zone fallback cannot help), "zone" when it says "in
-// zone" or is a stockout, "" when it says neither.
-func QuotaScope(kind Kind, msg string) string {
-	s := strings.ToLower(msg)
-	switch {
-	case strings.Contains(s, "in region") || strings.Contains(s, "regional") || strings.Contains(s, "region quota"):
-		return "region"
-	case strings.Contains(s, "in zone") || strings.Contains(s, "in the zone") || strings.Contains(s, "zonal") || kind == KindStockout:
-		return "zone"
-	}
-	return ""
 }
 
 // IsNotFound reports whether err is the TPU API's NOT_FOUND.

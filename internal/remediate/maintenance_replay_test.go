@@ -69,7 +69,7 @@ func replayMaintenance(t testing.TB, sc replayScenario, count int, seed uint64) 
 			now = at
 			if !prepAt.IsZero() && !at.Before(prepAt.Add(sc.checkpointWrite)) && len(f.attrs) == 0 {
 				v, _ := json.Marshal(CheckpointReport{Notice: node.UpcomingMaintenance.WindowStartTime, Checkpoint: "gs://c", Time: prepAt.Format(time.RFC3339)})
-				f.attrs = []GuestAttribute{{"0", CheckpointNamespace, CheckpointKey, string(v)}, {"1", CheckpointNamespace, CheckpointKey, string(v)}}
+				f.attrs = []GuestAttribute{{Worker: "0", Namespace: CheckpointNamespace, Key: CheckpointKey, Value: string(v)}, {Worker: "1", Namespace: CheckpointNamespace, Key: CheckpointKey, Value: string(v)}}
 			}
 			cur, _ := f.GetNode(context.Background(), node.Name)
 			patches := len(f.patches)

@@ -63,6 +63,7 @@ func TestAdvance(t *testing.T) {
 	actorCfg := cfg
 	actorCfg.Actor = "autoheal@acme-ops.iam.gserviceaccount.com"
 	withCreateOp := func(r *Recovery) { r.CreateOp = op }
+	withResetOp := func(r *Recovery) { r.ResetOp = op }
 	reset := func(r *Recovery) {
 		r.Action, r.QueuedResource = ActionReset, "projects/p/locations/z/queuedResources/q"
 	}
@@ -232,23 +233,23 @@ func TestAdvance(t *testing.T) {
 		{name: "resetting, queued resource ACTIVE: the node tells", rec: rec(PhaseResetting, reset), obs: Observation{QueuedResource: qr("ACTIVE")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantEff: EffectGet},
 		{name: "resetting, ACTIVE and node READY: recovered, no second reset", rec: rec(PhaseResetting, reset), obs: Observation{Node: node("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseRecovered},
 		{name: "resetting, queued resource NOT FOUND: closed", rec: rec(PhaseResetting, reset), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("NOT FOUND")},
-		{name: "resetting, operation running and the node NOT FOUND: read the queued resource", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll}, wantPhase: PhaseResetting, wantEff: EffectGetQR},
-		{name: "resetting, operation running, queued resource NOT FOUND: closed naming it", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("queuedResources/q NOT FOUND")},
-		{name: "resetting, queued resource NOT FOUND, a person's delete of it in evidence: closed naming them", rec: rec(PhaseResetting, reset, withCreateOp, func(r *Recovery) {
+		{name: "resetting, operation running and the node NOT FOUND: read the queued resource", rec: rec(PhaseResetting, reset, withResetOp), res: StepResult{Effect: EffectPoll}, wantPhase: PhaseResetting, wantEff: EffectGetQR},
+		{name: "resetting, operation running, queued resource NOT FOUND: closed naming it", rec: rec(PhaseResetting, reset, withResetOp), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("queuedResources/q NOT FOUND")},
+		{name: "resetting, queued resource NOT FOUND, a person's delete of it in evidence: closed naming them", rec: rec(PhaseResetting, reset, withResetOp, func(r *Recovery) {
 			r.Evidence = []Evidence{{InsertID: "qr-1", Change: events.ChangeDeleteQueuedResource, Principal: "alice@acme.example", Time: now.Add(-10 * time.Second), QueuedResource: r.QueuedResource}}
 		}), res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseClosed, check: closedNaming("alice@acme.example")},
-		{name: "resetting, operation running, queued resource there: wait", rec: rec(PhaseResetting, reset, withCreateOp), obs: Observation{QueuedResource: qr("PROVISIONING")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantWait: true},
-		{name: "resetting with operation: look at it once", rec: rec(PhaseResetting, reset, withCreateOp), wantPhase: PhaseResetting, wantEff: EffectPoll},
-		{name: "resetting, operation done: reset, read the node", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll, Done: true}, wantPhase: PhaseReset, wantEff: EffectGet},
-		{name: "resetting, operation ended INTERNAL: counted as permanent, operation forgotten", rec: rec(PhaseResetting, reset, withCreateOp), res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 13, "internal")}, wantPhase: PhaseResetting, wantWait: true,
+		{name: "resetting, operation running, queued resource there: wait", rec: rec(PhaseResetting, reset, withResetOp), obs: Observation{QueuedResource: qr("PROVISIONING")}, res: StepResult{Effect: EffectGetQR}, wantPhase: PhaseResetting, wantWait: true},
+		{name: "resetting with operation: look at it once", rec: rec(PhaseResetting, reset, withResetOp), wantPhase: PhaseResetting, wantEff: EffectPoll},
+		{name: "resetting, operation done: reset, read the node", rec: rec(PhaseResetting, reset, withResetOp), res: StepResult{Effect: EffectPoll, Done: true}, wantPhase: PhaseReset, wantEff: EffectGet},
+		{name: "resetting, operation ended INTERNAL: counted as permanent, operation forgotten", rec: rec(PhaseResetting, reset, withResetOp), res: StepResult{Effect: EffectPoll, Done: true, Err: OperationError(op, 13, "internal")}, wantPhase: PhaseResetting, wantWait: true,
 			check: func(t *testing.T, got Recovery) {
-				if got.CreateOp != "" || got.Failures != permanentWeight {
-					t.Errorf("CreateOp %q Failures %d; want the finished operation forgotten and the failure bounded", got.CreateOp, got.Failures)
+				if got.ResetOp != "" || got.Failures != permanentWeight {
+					t.Errorf("ResetOp %q Failures %d; want the finished operation forgotten and the failure bounded", got.ResetOp, got.Failures)
 				}
 			}},
 		{name: "reset, node READY: recovered", rec: rec(PhaseReset, reset), obs: Observation{Node: node("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseRecovered},
 		{name: "reset, node not back yet: counted wait", rec: rec(PhaseReset, reset), res: StepResult{Effect: EffectGet}, wantPhase: PhaseReset, wantWait: true},
-		{name: "reset saved before Step as creating: resetting with its operation", rec: rec(PhaseCreating, reset, withCreateOp), wantPhase: PhaseResetting, wantEff: EffectPoll},
+		{name: "reset saved before Step as creating: resetting with its operation", rec: rec(PhaseCreating, reset, withResetOp), wantPhase: PhaseResetting, wantEff: EffectPoll},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -81,9 +81,6 @@ const ReasonNoResume = "no resume reported"
 // reported".
 const IncidentMaxAge = 7 * 24 * time.Hour
 
-// GuestAttribute is one guest attribute of one worker of a node.
-type GuestAttribute struct{ Worker, Namespace, Key, Value string }
-
 // GuestAttributes reads a TPU node's guest attributes
 // (tpu.projects.locations.nodes.getGuestAttributes, permission tpu.nodes.get).
 // Errors keep the API's error in their chain (IsTransient classifies them).

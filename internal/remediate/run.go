@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 )
@@ -88,7 +87,7 @@ func (h *Handler) describeEnd(rec Recovery, failuresBefore int, r *Record) {
 			}
 		}
 	default:
-		if rec.Failures > failuresBefore || (rec.Failures == failuresBefore && rec.LastError != "" && isExhaustedText(rec)) {
+		if rec.Failures > failuresBefore || (rec.Failures == failuresBefore && rec.LastError != "" && rec.LastKind.Exhausted()) {
 			r.Outcome = OutcomeFailed
 			r.Warnings = append(r.Warnings, rec.LastError)
 		}
@@ -96,18 +95,6 @@ func (h *Handler) describeEnd(rec Recovery, failuresBefore int, r *Record) {
 			r.Reason += fmt.Sprintf("; phase %s, next look at %s", rec.Phase, rec.NextLookAt.UTC().Format(time.RFC3339))
 		}
 	}
-}
-
-// isExhaustedText reports whether rec's last failure was a stockout or
-// quota ("(exhausted)": as recoveries saved before the two were told apart
-// say it).
-func isExhaustedText(rec Recovery) bool {
-	for _, k := range []string{KindStockout.String(), KindQuota.String(), "exhausted"} {
-		if strings.Contains(rec.LastError, "("+k+")") {
-			return true
-		}
-	}
-	return false
 }
 
 // sendsCall reports whether an effect is a mutating call whose audit entry

@@ -11,7 +11,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
-// runEvidence: the evidence rule's ledger (remediate/evidence.go). Evidence
+// runEvidence: the evidence rule's ledger (policy/evidence.go). Evidence
 // arrives while a recovery is held by someone else, so it is kept without
 // the lease, and no holder's Update may drop it.
 func runEvidence(t *testing.T, newStore NewStore) {

@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"fmt"
@@ -128,7 +128,7 @@ func fallbackOf(rec Recovery, cfg Config) (Fallback, string) {
 	if err != nil {
 		return Fallback{Mode: FallbackWait}, err.Error() + ": waiting in the zone"
 	}
-	_, _, home, _, _ := parseNodeName(rec.Node)
+	_, _, home, _, _ := ParseNodeName(rec.Node)
 	switch f.Mode {
 	case FallbackZones:
 		if why := zoneFallbackRefusal(f, rec.Spec, home, cfg); why != "" {
@@ -148,7 +148,7 @@ func describeFallback(rec Recovery, cfg Config) string {
 	case why != "":
 		return why
 	case f.Mode == FallbackZones:
-		_, _, home, _, _ := parseNodeName(rec.Node)
+		_, _, home, _, _ := ParseNodeName(rec.Node)
 		return fmt.Sprintf("zones:%s: accepted (another zone after %d stockouts; %d so far), but creating in another zone is not carried out by this version: waiting in %s",
 			strings.Join(f.Zones, ","), stockoutZoneAfter(cfg), rec.Stockouts, home)
 	}

@@ -1,14 +1,6 @@
-// Package remediate decides what to do about a TPU node and does it.
-//
-// Decide is pure: a function of the event, the observed node, the node's
-// recovery history, the clock and the config. The Handler is the only part
-// that talks to the TPU API (through the small TPU interface), the ledger
-// (Store) and the audit trail (Recorder). Nothing here may delete a node
-// unless the TPU API, read just before, says the node needs it.
-package remediate
+package policy
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -216,7 +208,7 @@ const (
 	PhaseDeleted   Phase = "deleted"   // node gone, spec saved; create not requested (also after a failed create)
 	PhaseCreating  Phase = "creating"  // create requested (CreateOp once its answer came)
 	PhaseCreated   Phase = "created"   // our create's operation succeeded; waiting for the node READY
-	PhaseResetting Phase = "resetting" // reset of the queued resource requested (CreateOp holds its operation)
+	PhaseResetting Phase = "resetting" // reset of the queued resource requested (ResetOp once its answer came)
 	PhaseReset     Phase = "reset"     // the reset's operation succeeded (or the reset shows in progress); waiting for the node READY
 	PhaseRecovered Phase = "recovered" // terminal: node READY with our generation label (or, for a reset, READY after our reset)
 	PhaseClosed    Phase = "closed"    // terminal: ended without finishing; LastError says why (not ours, opted out, held, recovered by itself)
@@ -290,13 +282,21 @@ type Recovery struct {
 	Holder         string    // who holds the claim
 	LeaseUntil     time.Time // the claim is live until then
 	DeleteOp       string    // the delete's operation, until it was seen done
-	CreateOp       string    // the create's (or reset's) operation, until it was seen done
-	Attempts       int
-	EventID        string // the event that started it ("" for a sweep)
-	Cause          events.Cause
-	StartedAt      time.Time
-	UpdatedAt      time.Time
-	LastError      string // the last failure; for a closed recovery, why
+	CreateOp       string    // the create's operation, until it was seen done
+	// ResetOp is the reset's operation (of the queued resource), until it
+	// was seen done. A reset saved before the field kept it in CreateOp:
+	// the ledger moves it here when it reads such a document.
+	ResetOp   string
+	Attempts  int
+	EventID   string // the event that started it ("" for a sweep)
+	Cause     events.Cause
+	StartedAt time.Time
+	UpdatedAt time.Time
+	LastError string // the last failure; for a closed recovery, why
+	// LastKind is the kind of the failed call LastError describes (KindNone
+	// when it describes no failed call: a wait, a close). A recovery saved
+	// before the field has it read from LastError's words (KindInText).
+	LastKind Kind
 	// NextLookAt is when the recovery is advanced next (by a delivery, a
 	// sweep or Handler.Continue): after an operation was started, or after
 	// a failure (back-off). The lease is released until then.
@@ -390,22 +390,6 @@ type History struct {
 	Pause     *Pause      // the narrowest pause covering the node, nil if none
 }
 
-// TPU is the part of the TPU API the handler uses. Errors are classified by
-// KindOf (the adapters wrap them in *Error). No method waits for an
-// operation: GetOperation looks at it once.
-type TPU interface {
-	GetNode(ctx context.Context, name string) (*tpu.Node, error)
-	ListNodes(ctx context.Context, parent, pageToken string) (nodes []*tpu.Node, next string, err error)
-	DeleteNode(ctx context.Context, name string) (operation string, err error)
-	CreateNode(ctx context.Context, parent, nodeID string, node *tpu.Node) (operation string, err error)
-	// GetOperation looks at an operation once: done false while it runs
-	// (err is then the poll's own failure); done true when it finished,
-	// err being the finished operation's error, classified by its code.
-	GetOperation(ctx context.Context, operation string) (done bool, err error)
-	GetQueuedResource(ctx context.Context, name string) (*tpu.QueuedResource, error)
-	ResetQueuedResource(ctx context.Context, name string) (operation string, err error)
-}
-
 // Errors a Store returns from Claim and Update.
 var (
 	ErrClaimed     = errors.New("recovery in flight")     // another holder's lease is live
@@ -425,64 +409,6 @@ type ClaimRequest struct {
 	EventID       string
 	Cause         events.Cause
 	Config        Config // Lease, Cooldown, Window, MaxRecreates, MaxInFlight
-}
-
-// Store is the ledger: dedupe, claims, spec snapshots, history, deferrals.
-// Claim is atomic: of many concurrent claims of one node exactly one succeeds
-// while a live lease is held, and it re-checks the cooldown and caps inside
-// the same transaction.
-type Store interface {
-	// MarkEvent records id as processed until expire; first is false when
-	// it had already been marked.
-	MarkEvent(ctx context.Context, id string, expire time.Time) (first bool, err error)
-	// History returns what the ledger knows about node, for event id ("" for
-	// none: EventSeen is then false). Recovery is the node's latest recovery
-	// in any phase. Recreates are the start times, within (now-window, now],
-	// of the node's recoveries that became destructive (counted from the
-	// delete request, so a crash cannot bypass the guards). InFlight counts
-	// the unfinished recoveries (failed ones included) of the project's
-	// other nodes.
-	History(ctx context.Context, node, project, eventID string, now time.Time, window time.Duration) (History, error)
-	// Claim starts a recovery of the node (Phase claimed, Generation one more
-	// than the last) or takes over an unfinished one whose lease expired
-	// (phase, spec and ops kept; Attempts+1). Errors: ErrClaimed or a guard error.
-	// A live lease blocks every claimant, the same Holder included (one
-	// holder id is shared by the concurrent calls of a function instance).
-	// A takeover does not re-check the guards: finishing a recovery already
-	// started is never worse than leaving the node deleted. The returned
-	// (Holder, Generation, Attempts) is the token Update checks.
-	Claim(ctx context.Context, req ClaimRequest) (Recovery, error)
-	// Update saves the recovery's progress and renews the lease; ErrLeaseLost
-	// when rec.Holder no longer holds it. It never shortens the lease: the
-	// lease becomes the latest of rec.LeaseUntil, the current one and
-	// UpdatedAt plus the claim's lease. The Handler relies on this: a
-	// recovery saved as PhaseFailed keeps its lease for Config.Lease, which
-	// is the back-off before the next attempt (no retry storm on a stockout).
-	Update(ctx context.Context, rec Recovery) error
-	// Unfinished lists recoveries not in PhaseDone or PhaseAbandoned (failed
-	// ones included),
-	// whatever their lease.
-	Unfinished(ctx context.Context) ([]Recovery, error)
-	// SetDeferral records or replaces the node's deferral; ClearDeferral removes it.
-	SetDeferral(ctx context.Context, d Deferral) error
-	ClearDeferral(ctx context.Context, node string) error
-	// DueDeferrals lists deferrals due at or before now. SetDeferral stores
-	// d as given; the Handler keeps Since of an existing deferral itself.
-	DueDeferrals(ctx context.Context, now time.Time) ([]Deferral, error)
-	// SetHold records that a user terminated the node; ClearHold removes
-	// the hold (clearing an absent hold is not an error). History returns it.
-	SetHold(ctx context.Context, h Hold) error
-	ClearHold(ctx context.Context, node string) error
-	// SweepCursor returns where the last sweep stopped ("" = start over);
-	// SetSweepCursor saves it, so a sweep cut short by its time budget
-	// resumes there.
-	SweepCursor(ctx context.Context) (string, error)
-	SetSweepCursor(ctx context.Context, cursor string) error
-	// KeepEvidence adds e to node's recovery while it is unfinished, the
-	// lease aside (evidence arrives while the recovery is held); kept is
-	// false when the node has no unfinished recovery. An entry already
-	// kept (same InsertID) is kept once. Update never drops kept evidence.
-	KeepEvidence(ctx context.Context, node string, e Evidence) (kept bool, err error)
 }
 
 // Step is one timed step of carrying out a decision.
@@ -557,8 +483,3 @@ const (
 	OutcomeMaintained Outcome = "maintained" // maintenance was started early, on our terms
 	OutcomeResumed    Outcome = "resumed"    // the guest reported training resumed
 )
-
-// Recorder writes records (Cloud Logging, stdout, or a test's slice).
-type Recorder interface {
-	Record(ctx context.Context, r Record) error
-}

@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"fmt"
@@ -148,9 +148,9 @@ func DeletedWhilePaused(rec *Recovery) bool {
 	return rec.DeleteSent
 }
 
-// pausedDeletedReason says that rec's node was deleted by the recovery and
+// PausedDeletedReason says that rec's node was deleted by the recovery and
 // stays deleted while p stands.
-func pausedDeletedReason(rec Recovery, p Pause, now time.Time) string {
+func PausedDeletedReason(rec Recovery, p Pause, now time.Time) string {
 	return fmt.Sprintf("node deleted by recovery gen %d (phase %s) and left deleted while paused: it is created again only after `autoheal resume`; paused %s so far, not counted toward the recovery's %s bound",
 		rec.Generation, rec.Phase, roundDur(PausedTime(p, rec, now)), MaxRecoveryAge)
 }

@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"errors"
@@ -106,11 +106,11 @@ func deferral(ev events.Event, h History, now, due time.Time, reason string) *De
 	return &df
 }
 
-// claimRefused is the decision when the ledger refused the claim d asked
+// ClaimRefused is the decision when the ledger refused the claim d asked
 // for: the storm breaker (skip until it closes), or a guard the ledger saw
 // and History did not (a concurrent claim): look again when it may clear.
 // ok is false for an error that is no refusal (the ledger failed).
-func claimRefused(d Decision, err error, ev events.Event, h History, now time.Time, cfg Config) (Decision, bool) {
+func ClaimRefused(d Decision, err error, ev events.Event, h History, now time.Time, cfg Config) (Decision, bool) {
 	var be *BreakerOpenError
 	var pe *PausedError
 	switch {
@@ -215,7 +215,7 @@ func decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 	}
 	cause := ev.Cause
 	if cause == "" || cause == events.CauseUnknown {
-		cause = causeOf(node)
+		cause = CauseOf(node)
 	}
 	return decideNode(obs, h, now, cfg, cause)
 }
@@ -223,7 +223,7 @@ func decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 // held reports whether hold still applies to the observed node: the same
 // node (by id) that the user terminated, not healthy again.
 func held(hold *Hold, node *tpu.Node) bool {
-	if hold == nil || node == nil || healthy(node) {
+	if hold == nil || node == nil || Healthy(node) {
 		return false
 	}
 	return hold.NodeID == 0 || node.Id == hold.NodeID
@@ -253,11 +253,11 @@ func decideOurs(obs Observed, h History, rec Recovery, now time.Time, cfg Config
 		// After our delete was sent, Advance decides with its verdict:
 		// one read never closes the recovery.
 		sent := deleteUnresolved(rec)
-		if healthy(node) && !ours && !sent {
+		if Healthy(node) && !ours && !sent {
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
-				"node is %s: recovered; closing recovery gen %d (%s)", describe(node), rec.Generation, rec.Phase)}
+				"node is %s: recovered; closing recovery gen %d (%s)", Describe(node), rec.Generation, rec.Phase)}
 		}
-		if onPurpose(node.State) && !sent {
+		if OnPurpose(node.State) && !sent {
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf(
 				"node is %s: done on purpose, never touched; closing recovery gen %d (%s)", node.State, rec.Generation, rec.Phase)}
 		}
@@ -290,18 +290,18 @@ func decideNode(obs Observed, h History, now time.Time, cfg Config, cause events
 	switch state := node.State; {
 	case state == stateDeleting:
 		return Decision{Action: ActionRecord, Reason: "DELETING: deleted by someone else; not ours"}
-	case state == stateReady && healthy(node):
+	case state == stateReady && Healthy(node):
 		if rec := h.Recovery; rec != nil && (rec.Phase == PhaseDone || rec.Phase == PhaseRecovered) && node.Labels[GenerationLabel] == strconv.Itoa(rec.Generation) {
-			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by tpu-autoheal (recovery gen %d, %s)", describe(node), rec.Generation, rec.Action)}
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by tpu-autoheal (recovery gen %d, %s)", Describe(node), rec.Generation, rec.Action)}
 		}
-		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by itself", describe(node))}
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("node is %s: recovered by itself", Describe(node))}
 	case state == stateReady && !knownUnhealthy(node.Health):
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("READY with unrecognised health %q: not touched", node.Health)}
 	case state == stateReady:
 		return afterGrace(obs, h, now, cfg, cfg.UnhealthyGrace, "READY but "+node.Health)
 	case state == stateTerminated || state == statePreempted:
 		return repair(obs, h, now, cfg, fmt.Sprintf("%s (%s)", state, cause))
-	case onPurpose(state):
+	case OnPurpose(state):
 		return Decision{Action: ActionRecord, Reason: state + ": done on purpose; never touch"}
 	case inProgress(state):
 		if state == "" {
@@ -483,9 +483,9 @@ func inFlightRetry(now time.Time, cfg Config) time.Time {
 	return now.Add(wait)
 }
 
-// healthy: READY, and HEALTHY or with no health reported. A READY node whose
+// Healthy reports a node READY, and HEALTHY or with no health reported. A READY node whose
 // health the API does not report is never deleted on a guess.
-func healthy(n *tpu.Node) bool {
+func Healthy(n *tpu.Node) bool {
 	if n.State != stateReady {
 		return false
 	}
@@ -507,7 +507,8 @@ func knownUnhealthy(health string) bool {
 	return false
 }
 
-func describe(n *tpu.Node) string {
+// Describe is a node's state and health, for a reason a person reads.
+func Describe(n *tpu.Node) string {
 	h := n.Health
 	if h == "" {
 		h = "health not reported"
@@ -515,8 +516,8 @@ func describe(n *tpu.Node) string {
 	return n.State + " and " + h
 }
 
-// onPurpose: states a person or the platform chose; never touched.
-func onPurpose(state string) bool {
+// OnPurpose reports the states a person or the platform chose; never touched.
+func OnPurpose(state string) bool {
 	switch state {
 	case "STOPPED", "STOPPING", "HIDDEN", "HIDING":
 		return true
@@ -533,8 +534,8 @@ func inProgress(state string) bool {
 	return false
 }
 
-// causeOf guesses why a swept node is down from its state and health.
-func causeOf(n *tpu.Node) events.Cause {
+// CauseOf guesses why a swept node is down from its state and health.
+func CauseOf(n *tpu.Node) events.Cause {
 	switch {
 	case n.State == statePreempted:
 		return events.CausePreemption

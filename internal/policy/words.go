@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 // The words records, metrics, replay output and docs use, enumerated once.
 // Terraform's log-based metrics and alerts filter on them; the module's

@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"encoding/json"
@@ -193,7 +193,7 @@ func DecideMaintenance(obs MaintenanceObserved, now time.Time, cfg Config) Maint
 	if warn != "" {
 		d.Warnings = append(d.Warnings, warn)
 	}
-	what := fmt.Sprintf("%s %s maintenance, window %s", orUnspecified(um.MaintenanceStatus), orUnspecified(um.Type), window(um))
+	what := fmt.Sprintf("%s %s maintenance, window %s", OrUnspecified(um.MaintenanceStatus), OrUnspecified(um.Type), window(um))
 	claimed := func(step string) bool { _, ok := obs.Steps[step]; return ok }
 	record := func(step, reason string) MaintenanceDecision {
 		d.Action, d.Step, d.Reason = ActionRecord, step, reason
@@ -330,7 +330,8 @@ func window(um *tpu.UpcomingMaintenance) string {
 	return start + " – " + end
 }
 
-func orUnspecified(s string) string {
+// OrUnspecified is s, or "UNSPECIFIED" when s is empty.
+func OrUnspecified(s string) string {
 	if s == "" {
 		return "UNSPECIFIED"
 	}

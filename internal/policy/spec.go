@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"encoding/json"
@@ -51,12 +51,12 @@ const (
 	ResumeOptInKey = "autoheal-train-cmd"
 )
 
-// createSpec is the node sent to CreateNode: the saved spec without its name
+// CreateSpec is the node sent to CreateNode: the saved spec without its name
 // and without metadata NoticeMetadataKey (the old node's maintenance notice), labelled with the recovery
 // generation, with the startup script chosen by StartupScriptFor. The
 // warnings say when the node's own script is replaced or the node will come
 // back with nothing to resume training; they go in the record.
-func createSpec(saved *tpu.Node, generation int, cfg Config) (*tpu.Node, []string) {
+func CreateSpec(saved *tpu.Node, generation int, cfg Config) (*tpu.Node, []string) {
 	n := CloneNode(saved)
 	n.Name = ""
 	n.Labels = maps.Clone(n.Labels)
@@ -155,8 +155,8 @@ func CloneNode(n *tpu.Node) *tpu.Node {
 	return &c
 }
 
-// parseNodeName splits projects/P/locations/Z/nodes/N.
-func parseNodeName(name string) (parent, project, zone, nodeID string, err error) {
+// ParseNodeName splits projects/P/locations/Z/nodes/N.
+func ParseNodeName(name string) (parent, project, zone, nodeID string, err error) {
 	p := strings.Split(name, "/")
 	if len(p) != 6 || p[0] != "projects" || p[2] != "locations" || p[4] != "nodes" || p[1] == "" || p[3] == "" || p[5] == "" {
 		return "", "", "", "", fmt.Errorf("node name %q: want projects/P/locations/Z/nodes/N", name)

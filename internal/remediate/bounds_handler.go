@@ -2,7 +2,6 @@ package remediate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,33 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
-
-// MaxSpecBytes is the largest encoded spec (the node's JSON, as the ledger
-// saves it) a recovery takes on. Firestore refuses a document over 1 MiB
-// (a string field over 1,048,487 bytes); the recovery's document holds the
-// spec and a few hundred bytes besides. A spec over it could never be
-// saved before the delete, so the node is refused before anything is
-// claimed or deleted: once deleted, its spec would exist nowhere.
-const MaxSpecBytes = 1<<20 - 16<<10
-
-// SpecTooLargeError says a node's spec is over MaxSpecBytes.
-type SpecTooLargeError struct {
-	Node  string
-	Bytes int
-}
-
-func (e *SpecTooLargeError) Error() string {
-	return fmt.Sprintf("spec of %s is %d bytes encoded, over the ledger's limit of %d (Firestore's 1 MiB document): it cannot be saved before a delete, so the node is not deleted; shrink its metadata or recreate it by hand", e.Node, e.Bytes, MaxSpecBytes)
-}
-
-// specSize is the encoded size of the spec a recovery of node would save.
-func specSize(node *tpu.Node) int {
-	b, err := json.Marshal(CleanSpec(node))
-	if err != nil {
-		return 0
-	}
-	return len(b)
-}
 
 // refuseOversize refuses, before the claim, the recreate of a node whose
 // spec the ledger cannot hold: one ERROR record (the first time for this

@@ -1,7 +1,6 @@
-package remediate
+package policy
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,9 +51,9 @@ func opID(op string) string {
 	return op[strings.LastIndexByte(op, '/')+1:]
 }
 
-// ourEntry reports whether e is of an operation rec started, or by the
+// OurEntry reports whether e is of an operation rec started, or by the
 // identity the recovery acts as.
-func ourEntry(rec Recovery, e Evidence, cfg Config) bool {
+func OurEntry(rec Recovery, e Evidence, cfg Config) bool {
 	if cfg.Actor != "" && strings.EqualFold(e.Principal, cfg.Actor) {
 		return true
 	}
@@ -77,7 +76,7 @@ func ourEntry(rec Recovery, e Evidence, cfg Config) bool {
 func personsDelete(rec Recovery, change events.Change, since time.Time, cfg Config, unattributable bool) *Evidence {
 	for i := range rec.Evidence {
 		e := &rec.Evidence[i]
-		if e.Change != change || e.Code != 0 || e.Time.Before(since) || ourEntry(rec, *e, cfg) {
+		if e.Change != change || e.Code != 0 || e.Time.Before(since) || OurEntry(rec, *e, cfg) {
 			continue
 		}
 		if unattributable && cfg.Actor == "" {
@@ -109,54 +108,6 @@ func EvidenceOf(ev events.Event) Evidence {
 	return e
 }
 
-// Evidence handles an admin-activity event: who created or deleted a node,
-// or deleted a queued resource. It is never acted on by itself: when the
-// node (or a node of the queued resource) has an unfinished recovery, the
-// entry is kept in that recovery's ledger as evidence for its next look;
-// either way it is recorded (a skip) and acknowledged. A ledger failure is
-// returned (transient: the delivery is retried) only when the entry may be
-// a recovery's evidence.
-func (h *Handler) Evidence(ctx context.Context, ev events.Event) (Record, error) {
-	note := events.EvidenceNote(ev)
-	e := EvidenceOf(ev)
-	nodes := []string{ev.Node.Name()}
-	if e.QueuedResource != "" {
-		recs, err := h.Store.Unfinished(ctx)
-		if err != nil {
-			return Record{}, &ActError{Step: "evidence", Node: e.QueuedResource, Transient: true, Err: err}
-		}
-		nodes = nodes[:0]
-		for _, r := range recs {
-			if r.QueuedResource == e.QueuedResource {
-				nodes = append(nodes, r.Node)
-			}
-		}
-	}
-	var kept []string
-	for _, n := range nodes {
-		if n == "" {
-			continue
-		}
-		ok, err := h.Store.KeepEvidence(ctx, n, e)
-		if err != nil {
-			return Record{}, &ActError{Step: "evidence", Node: n, Transient: true, Err: err}
-		}
-		if ok {
-			kept = append(kept, n)
-		}
-	}
-	if len(kept) > 0 {
-		note += "; kept in the ledger for the unfinished recovery of " + strings.Join(kept, ", ")
-	}
-	r := h.newRecord(ev)
-	if len(kept) == 1 {
-		r.Node = kept[0]
-	}
-	r.Action, r.Reason = ActionSkip, note
-	_ = h.Recorder.Record(ctx, r)
-	return r, nil
-}
-
 // changeSeenReady marks an entry the recovery keeps itself, no audit
 // entry: its node was seen READY with its generation label.
 const changeSeenReady events.Change = "autoheal-seen-ready"
@@ -169,7 +120,7 @@ const changeSeenReady events.Change = "autoheal-seen-ready"
 // there is nothing to keep, or it is kept already.
 func seenReady(rec *Recovery, node *tpu.Node, now time.Time) *Evidence {
 	if rec == nil || !rec.Unfinished() || rec.Action == ActionReset || rec.Phase != PhaseCreating ||
-		node == nil || !ourGeneration(*rec, node) || !healthy(node) || createSeen(*rec) {
+		node == nil || !ourGeneration(*rec, node) || !Healthy(node) || createSeen(*rec) {
 		return nil
 	}
 	return &Evidence{InsertID: fmt.Sprintf("autoheal-seen-ready-gen-%d", rec.Generation), Change: changeSeenReady, Time: now, Last: true}

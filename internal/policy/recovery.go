@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"fmt"
@@ -76,10 +76,10 @@ const (
 	LookAgain = 30 * time.Second
 	// maxBackoff caps the back-off after a transient failure.
 	maxBackoff = 10 * time.Minute
-	// transientWeight and permanentWeight are what a failure adds to
-	// Recovery.Failures; the limit is permanentWeight×MaxAttempts.
-	transientWeight = 1
-	permanentWeight = 4
+	// TransientWeight and PermanentWeight are what a failure adds to
+	// Recovery.Failures; the limit is PermanentWeight×MaxAttempts.
+	TransientWeight = 1
+	PermanentWeight = 4
 )
 
 // Advance is the recovery's transition function. It is pure.
@@ -88,7 +88,7 @@ func Advance(rec Recovery, obs Observation, res StepResult, now time.Time, cfg C
 		return rec, Effect{}
 	}
 	if !rec.StartedAt.IsZero() && RecoveryAge(rec, now) >= MaxRecoveryAge {
-		return abandon(rec, fmt.Sprintf("still unfinished %s after it started (phase %s; last error: %s)", MaxRecoveryAge, rec.Phase, orNone(rec.LastError))), Effect{}
+		return Abandon(rec, fmt.Sprintf("still unfinished %s after it started (phase %s; last error: %s)", MaxRecoveryAge, rec.Phase, orNone(rec.LastError))), Effect{}
 	}
 	if rec.Action == ActionReset {
 		return advanceReset(rec, obs, res, now, cfg)
@@ -125,7 +125,7 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 			return next, eff
 		}
 		if why := notToRecreate(node, cfg); why != "" {
-			return closeRec(rec, why), Effect{}
+			return CloseRecovery(rec, why), Effect{}
 		}
 		// The spec is saved with the phase that requests the delete, in one
 		// write, before the delete is sent.
@@ -144,13 +144,13 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		switch {
 		case node == nil:
-			return closeRec(rec, fmt.Sprintf("node NOT FOUND before recovery gen %d requested its delete: deleted by someone else; not recreated", rec.Generation)), Effect{}
+			return CloseRecovery(rec, fmt.Sprintf("node NOT FOUND before recovery gen %d requested its delete: deleted by someone else; not recreated", rec.Generation)), Effect{}
 		case notOurNode(rec, node) != "":
-			return closeRec(rec, notOurNode(rec, node)), Effect{}
-		case healthy(node) || onPurpose(node.State):
-			return closeRec(rec, "node is "+describe(node)+" before recovery gen "+strconv.Itoa(rec.Generation)+" deleted it: not deleted"), Effect{}
+			return CloseRecovery(rec, notOurNode(rec, node)), Effect{}
+		case Healthy(node) || OnPurpose(node.State):
+			return CloseRecovery(rec, "node is "+Describe(node)+" before recovery gen "+strconv.Itoa(rec.Generation)+" deleted it: not deleted"), Effect{}
 		case node.State == stateDeleting:
-			return closeRec(rec, "node is DELETING before recovery gen "+strconv.Itoa(rec.Generation)+" requested its delete: deleted by someone else; not recreated"), Effect{}
+			return CloseRecovery(rec, "node is DELETING before recovery gen "+strconv.Itoa(rec.Generation)+" requested its delete: deleted by someone else; not recreated"), Effect{}
 		}
 		rec.Phase, rec.DeleteSent = PhaseDeleting, true
 		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
@@ -162,7 +162,7 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		phase, why := resumePhase(rec, node)
 		if why != "" {
-			return closeRec(rec, why), Effect{}
+			return CloseRecovery(rec, why), Effect{}
 		}
 		rec.Phase = phase
 		return advanceRecreate(rec, obs, res, now, cfg) // the fresh read serves the resumed phase too
@@ -172,9 +172,9 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 
 	case PhaseDeleted:
 		if rec.Spec == nil {
-			return abandon(rec, "no saved spec to create the node from"), Effect{}
+			return Abandon(rec, "no saved spec to create the node from"), Effect{}
 		}
-		spec, warnings := createSpec(rec.Spec, rec.Generation, cfg)
+		spec, warnings := CreateSpec(rec.Spec, rec.Generation, cfg)
 		rec.Phase, rec.CreateOp, rec.CreateSentAt, rec.GoneAt = PhaseCreating, "", now, time.Time{}
 		return rec, Effect{Kind: EffectCreate, Target: rec.Node, Spec: spec, Warnings: warnings}
 
@@ -193,14 +193,14 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 			// evidence to name, then close.
 			return createdThenGone(rec, now, cfg)
 		case !ourGeneration(rec, node):
-			return closeRec(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else; left as it is", describe(node), GenerationLabel, rec.Generation)), Effect{}
-		case healthy(node):
+			return CloseRecovery(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else; left as it is", Describe(node), GenerationLabel, rec.Generation)), Effect{}
+		case Healthy(node):
 			return recovered(rec, node), Effect{}
 		}
 		rec.GoneAt = time.Time{}
-		return wait(rec, now, cfg, fmt.Sprintf("node is %s after the create succeeded", describe(node)), true)
+		return wait(rec, now, cfg, fmt.Sprintf("node is %s after the create succeeded", Describe(node)), true)
 	}
-	return abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
+	return Abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
 }
 
 // advanceDeleting: the spec is saved and the delete was requested (or is
@@ -211,7 +211,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 	case res.Effect == EffectDelete && res.Err == nil:
 		rec.DeleteOp, rec.DeleteAnswered = res.Operation, true
 		if res.Operation != "" {
-			rec.SentOps = appendOp(rec.SentOps, res.Operation)
+			rec.SentOps = AppendOp(rec.SentOps, res.Operation)
 		}
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectDelete:
@@ -224,10 +224,10 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 			rec.DeleteUnanswered = true // it may have taken effect, or may yet
 		}
 		if IsNotFound(res.Err) {
-			rec.Failures += transientWeight
-			rec.LastError = "delete: " + res.Err.Error()
-			if rec.Failures >= failureLimit(cfg) {
-				return abandon(rec, "delete answered NOT FOUND too often while the node exists: "+res.Err.Error()), Effect{}
+			rec.Failures += TransientWeight
+			rec.LastError, rec.LastKind = "delete: "+res.Err.Error(), KindNotFound
+			if rec.Failures >= FailureLimit(cfg) {
+				return Abandon(rec, "delete answered NOT FOUND too often while the node exists: "+res.Err.Error()), Effect{}
 			}
 			return rec, Effect{Kind: EffectGet, Target: rec.Node}
 		}
@@ -275,11 +275,11 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		// Another node, not being deleted, after every delete we sent was
 		// answered and its operation finished: a person's, made after
 		// our delete landed (or it would be DELETING or gone). Left as it is.
-		return closeRec(rec, notOurNode(rec, node)+personsCreateNote(rec, cfg)), Effect{}
+		return CloseRecovery(rec, notOurNode(rec, node)+personsCreateNote(rec, cfg)), Effect{}
 	case notOurNode(rec, node) != "" && node.State != stateDeleting:
 		// Another node while a delete of ours may still land on it: never
 		// deleted by us again, and not closed on one read either.
-		return wait(rec, now, cfg, "node "+describe(node)+" has another id while a delete of ours has no verdict", true)
+		return wait(rec, now, cfg, "node "+Describe(node)+" has another id while a delete of ours has no verdict", true)
 	case node.State == stateDeleting:
 		// Our delete (its answer lost, its operation finished, or ended in
 		// error) is still under way: look again later, counted, so a node
@@ -287,9 +287,9 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 		// limit's back-off (about 2.5 h with the defaults) rather than
 		// looked at for a day.
 		rec, eff := wait(rec, now, cfg, "node is still DELETING", true)
-		if rec.Failures >= failureLimit(cfg) {
-			return abandon(rec, fmt.Sprintf("node still DELETING %s after recovery gen %d started (weighted failures reached the limit %d)",
-				now.Sub(rec.StartedAt).Round(time.Second), rec.Generation, failureLimit(cfg))), Effect{}
+		if rec.Failures >= FailureLimit(cfg) {
+			return Abandon(rec, fmt.Sprintf("node still DELETING %s after recovery gen %d started (weighted failures reached the limit %d)",
+				now.Sub(rec.StartedAt).Round(time.Second), rec.Generation, FailureLimit(cfg))), Effect{}
 		}
 		return rec, eff
 	}
@@ -302,7 +302,7 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 			// one read.
 			return wait(rec, now, cfg, "node is "+why+" while a delete of ours has no verdict", true)
 		}
-		return closeRec(rec, "node is "+why+" and our delete did not happen: not deleted"+personsDeleteNote(rec, cfg)+personsCreateNote(rec, cfg)), Effect{}
+		return CloseRecovery(rec, "node is "+why+" and our delete did not happen: not deleted"+personsDeleteNote(rec, cfg)+personsCreateNote(rec, cfg)), Effect{}
 	}
 	// The node is there and not being deleted: the delete did not happen
 	// (yet: it may still land).
@@ -326,10 +326,10 @@ func advanceDeleting(rec Recovery, obs Observation, res StepResult, now time.Tim
 // when it still needs the recovery.
 func leftAlone(node *tpu.Node, cfg Config) string {
 	switch {
-	case healthy(node) || onPurpose(node.State):
-		return describe(node)
+	case Healthy(node) || OnPurpose(node.State):
+		return Describe(node)
 	case cfg.LabelKey == "" || node.Labels[cfg.LabelKey] != cfg.LabelValue:
-		return fmt.Sprintf("%s without label %s=%s (opted out)", describe(node), cfg.LabelKey, cfg.LabelValue)
+		return fmt.Sprintf("%s without label %s=%s (opted out)", Describe(node), cfg.LabelKey, cfg.LabelValue)
 	}
 	return ""
 }
@@ -354,7 +354,7 @@ func personsCreate(rec Recovery, since time.Time, cfg Config) *Evidence {
 	var last *Evidence
 	for i := range rec.Evidence {
 		e := &rec.Evidence[i]
-		if e.Change != events.ChangeCreateNode || e.Code != 0 || e.Time.Before(since) || ourEntry(rec, *e, cfg) {
+		if e.Change != events.ChangeCreateNode || e.Code != 0 || e.Time.Before(since) || OurEntry(rec, *e, cfg) {
 			continue
 		}
 		if last == nil || !e.Time.Before(last.Time) {
@@ -390,13 +390,14 @@ func deletedNode(rec Recovery, obs Observation, now time.Time, cfg Config) (Reco
 	if e := personsDelete(rec, events.ChangeDeleteNode, rec.StartedAt, cfg, ambiguous); e != nil {
 		c := personsCreate(rec, e.Time, cfg)
 		if c == nil || personsDelete(rec, events.ChangeDeleteNode, c.Time.Add(time.Nanosecond), cfg, ambiguous) != nil {
-			return closeRec(rec, fmt.Sprintf("node NOT FOUND: deleted by %s, not by recovery gen %d; not recreated", describeEvidence(e), rec.Generation)), Effect{}
+			return CloseRecovery(rec, fmt.Sprintf("node NOT FOUND: deleted by %s, not by recovery gen %d; not recreated", describeEvidence(e), rec.Generation)), Effect{}
 		}
 		// The person deleted the node and created it again, and no one's
 		// delete since is in evidence: our delete, sent meanwhile, removed
 		// their node. Ours to create, from the saved spec.
 		rec.LastError = fmt.Sprintf("node NOT FOUND after %s deleted it and created it again (%s): our delete removed their node; created from the saved spec",
 			describeEvidence(e), describeEvidence(c))
+		rec.LastKind = KindNone
 		rec.Phase, rec.GoneAt = PhaseDeleted, time.Time{}
 		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
 	}
@@ -420,7 +421,7 @@ func deletedNode(rec Recovery, obs Observation, now time.Time, cfg Config) (Reco
 // person. Never a second create.
 func createdThenGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect) {
 	if e := personsDelete(rec, events.ChangeDeleteNode, rec.CreateSentAt, cfg, false); e != nil {
-		return closeRec(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
+		return CloseRecovery(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
 	}
 	if rec.GoneAt.IsZero() {
 		rec.GoneAt = now
@@ -432,12 +433,12 @@ func createdThenGone(rec Recovery, now time.Time, cfg Config) (Recovery, Effect)
 	}
 	// No one's delete in evidence: not ours to create again, nor to close
 	// as if someone had deleted it. A person decides (ERROR, the spec).
-	return abandon(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished, and no audit entry of anyone's delete within %s: not created again", rec.Generation, d)), Effect{}
+	return Abandon(rec, fmt.Sprintf("node NOT FOUND after recovery gen %d's create finished, and no audit entry of anyone's delete within %s: not created again", rec.Generation, d)), Effect{}
 }
 
-// appendOp adds op to ops once, keeping the last few: an audit entry of one
+// AppendOp adds op to ops once, keeping the last few: an audit entry of one
 // of them is ours.
-func appendOp(ops []string, op string) []string {
+func AppendOp(ops []string, op string) []string {
 	const keep = 16
 	if slices.Contains(ops, op) {
 		return ops
@@ -456,7 +457,7 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 	case res.Effect == EffectCreate && res.Err == nil:
 		rec.CreateOp = res.Operation
 		if res.Operation != "" {
-			rec.SentOps = appendOp(rec.SentOps, res.Operation)
+			rec.SentOps = AppendOp(rec.SentOps, res.Operation)
 		}
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectCreate && IsAlreadyExists(res.Err):
@@ -492,7 +493,7 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 	switch {
 	case node == nil:
 		if e := personsDelete(rec, events.ChangeDeleteNode, rec.CreateSentAt, cfg, false); e != nil {
-			return closeRec(rec, fmt.Sprintf("node NOT FOUND while recovery gen %d created it: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
+			return CloseRecovery(rec, fmt.Sprintf("node NOT FOUND while recovery gen %d created it: deleted by %s; not created again", rec.Generation, describeEvidence(e))), Effect{}
 		}
 		if createSeen(rec) {
 			// Seen READY with our label while paused: the create finished.
@@ -500,19 +501,19 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 		}
 		rec.Phase = PhaseDeleted // the create did not take: request it again
 		return advanceRecreate(rec, obs, StepResult{}, now, cfg)
-	case ourGeneration(rec, node) && healthy(node):
+	case ourGeneration(rec, node) && Healthy(node):
 		return recovered(rec, node), Effect{}
 	case ourGeneration(rec, node):
 		// Ours (the create's answer was lost), not READY yet: a CREATING
 		// node is never recovered. Look again.
-		return wait(rec, now, cfg, fmt.Sprintf("node is %s", describe(node)), node.State != "CREATING")
+		return wait(rec, now, cfg, fmt.Sprintf("node is %s", Describe(node)), node.State != "CREATING")
 	case rec.NodeID != 0 && node.Id == rec.NodeID:
 		// The very node whose spec we saved: our delete never happened.
 		rec.Phase = PhaseDeleting
 		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
 	}
-	return closeRec(rec, fmt.Sprintf("node already existed when recreating it (%s, id %d, no label %s=%d): created by someone else; left as it is",
-		describe(node), node.Id, GenerationLabel, rec.Generation)), Effect{}
+	return CloseRecovery(rec, fmt.Sprintf("node already existed when recreating it (%s, id %d, no label %s=%d): created by someone else; left as it is",
+		Describe(node), node.Id, GenerationLabel, rec.Generation)), Effect{}
 }
 
 func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
@@ -527,9 +528,9 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 				// Another slice's recovery reset it (or a crashed attempt of
 				// ours marked it): look again when the mark expires.
 				why := fmt.Sprintf("queued resource %s reset recently (another slice's recovery)", rec.QueuedResource)
-				return closeRec(rec, why), Effect{Kind: EffectDefer, Target: rec.Node, Due: now.Add(resetMarkTTL(cfg)), Reason: why}
+				return CloseRecovery(rec, why), Effect{Kind: EffectDefer, Target: rec.Node, Due: now.Add(ResetMarkTTL(cfg)), Reason: why}
 			}
-			rec.Phase, rec.CreateOp = PhaseResetting, ""
+			rec.Phase, rec.ResetOp = PhaseResetting, ""
 			return rec, Effect{Kind: EffectReset, Target: rec.QueuedResource}
 		}
 		next, eff, ok := get(rec, res, now, cfg)
@@ -538,11 +539,11 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 		}
 		switch {
 		case node == nil:
-			return closeRec(rec, "node NOT FOUND before the reset: not reset"), Effect{}
+			return CloseRecovery(rec, "node NOT FOUND before the reset: not reset"), Effect{}
 		case node.QueuedResource == "":
-			return closeRec(rec, "node is no longer owned by a queued resource: not reset"), Effect{}
-		case healthy(node) || onPurpose(node.State):
-			return closeRec(rec, "node is "+describe(node)+" by the time it was claimed: not reset"), Effect{}
+			return CloseRecovery(rec, "node is no longer owned by a queued resource: not reset"), Effect{}
+		case Healthy(node) || OnPurpose(node.State):
+			return CloseRecovery(rec, "node is "+Describe(node)+" by the time it was claimed: not reset"), Effect{}
 		}
 		rec.QueuedResource = node.QueuedResource
 		rec.Spec, rec.NodeID = CleanSpec(node), node.Id
@@ -551,11 +552,11 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 	case PhaseSaved, PhaseDeleting, PhaseDeleted, PhaseFailed: // reset phases saved before Step
 		rec.Phase = PhaseResetting
 		if rec.QueuedResource == "" {
-			return closeRec(rec, "no queued resource to reset"), Effect{}
+			return CloseRecovery(rec, "no queued resource to reset"), Effect{}
 		}
 		return advanceReset(rec, obs, StepResult{}, now, cfg)
 
-	case PhaseCreating: // a reset saved before Step: its operation in CreateOp
+	case PhaseCreating: // a reset saved before Step (its operation, once in CreateOp, the ledger reads into ResetOp)
 		rec.Phase = PhaseResetting
 		return advanceReset(rec, obs, res, now, cfg)
 
@@ -567,12 +568,12 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 		if !ok {
 			return next, eff
 		}
-		if node != nil && healthy(node) {
+		if node != nil && Healthy(node) {
 			return recovered(rec, node), Effect{}
 		}
 		return wait(rec, now, cfg, "node is "+describeOrNotFound(node)+" after the reset", true)
 	}
-	return abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
+	return Abandon(rec, fmt.Sprintf("unknown phase %q", rec.Phase)), Effect{}
 }
 
 // advanceResetting: the reset was requested (or is about to be). A reset is
@@ -581,34 +582,34 @@ func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, 
 func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
 	switch {
 	case res.Effect == EffectReset && res.Err == nil:
-		rec.CreateOp = res.Operation
+		rec.ResetOp = res.Operation
 		return wait(rec, now, cfg, "", false)
 	case res.Effect == EffectReset:
 		return fail(rec, "reset", res.Err, now, cfg)
 	case res.Effect == EffectGetQR && res.Err == nil && obs.QueuedResource == nil:
-		return closeRec(rec, queuedResourceGone(rec, cfg)), Effect{}
-	case rec.CreateOp != "" && res.Effect == EffectGetQR:
+		return CloseRecovery(rec, queuedResourceGone(rec, cfg)), Effect{}
+	case rec.ResetOp != "" && res.Effect == EffectGetQR:
 		// Read while the reset runs (the node NOT FOUND): there it is, or
 		// it could not be read; the reset goes on.
 		return wait(rec, now, cfg, "", false)
-	case rec.CreateOp != "" && res.Effect != EffectPoll:
-		return rec, Effect{Kind: EffectPoll, Target: rec.CreateOp}
-	case rec.CreateOp != "" && !res.Done && IsNotFound(res.Err):
-		rec.CreateOp = ""
+	case rec.ResetOp != "" && res.Effect != EffectPoll:
+		return rec, Effect{Kind: EffectPoll, Target: rec.ResetOp}
+	case rec.ResetOp != "" && !res.Done && IsNotFound(res.Err):
+		rec.ResetOp = ""
 		return rec, Effect{Kind: EffectGetQR, Target: rec.QueuedResource}
-	case rec.CreateOp != "" && !res.Done && res.Err != nil:
+	case rec.ResetOp != "" && !res.Done && res.Err != nil:
 		return fail(rec, "poll-reset", res.Err, now, cfg)
-	case rec.CreateOp != "" && !res.Done && obs.Node == nil:
+	case rec.ResetOp != "" && !res.Done && obs.Node == nil:
 		// The node is NOT FOUND while the reset runs: normal while the
 		// platform recreates it, unless the queued resource is gone too.
 		return rec, Effect{Kind: EffectGetQR, Target: rec.QueuedResource}
-	case rec.CreateOp != "" && !res.Done:
+	case rec.ResetOp != "" && !res.Done:
 		return wait(rec, now, cfg, "", false)
-	case rec.CreateOp != "" && res.Err == nil:
-		rec.Phase, rec.CreateOp = PhaseReset, ""
+	case rec.ResetOp != "" && res.Err == nil:
+		rec.Phase, rec.ResetOp = PhaseReset, ""
 		return rec, Effect{Kind: EffectGet, Target: rec.Node}
-	case rec.CreateOp != "":
-		rec.CreateOp = "" // finished with an error: never polled again
+	case rec.ResetOp != "":
+		rec.ResetOp = "" // finished with an error: never polled again
 		return fail(rec, "reset operation", res.Err, now, cfg)
 	case res.Effect == EffectGetQR && res.Err != nil:
 		return fail(rec, "get-queued-resource", res.Err, now, cfg)
@@ -629,7 +630,7 @@ func advanceResetting(rec Recovery, obs Observation, res StepResult, now time.Ti
 	case res.Effect == EffectGet && res.Err != nil:
 		return fail(rec, "get", res.Err, now, cfg)
 	case res.Effect == EffectGet:
-		if obs.Node != nil && healthy(obs.Node) {
+		if obs.Node != nil && Healthy(obs.Node) {
 			return recovered(rec, obs.Node), Effect{}
 		}
 		return rec, Effect{Kind: EffectReset, Target: rec.QueuedResource}
@@ -660,12 +661,12 @@ func describeOrNotFound(n *tpu.Node) string {
 	if n == nil {
 		return "NOT FOUND"
 	}
-	return describe(n)
+	return Describe(n)
 }
 
-// resetMarkTTL is how long a queued resource's one reset per incident is
+// ResetMarkTTL is how long a queued resource's one reset per incident is
 // remembered.
-func resetMarkTTL(cfg Config) time.Duration {
+func ResetMarkTTL(cfg Config) time.Duration {
 	lease := cfg.Lease
 	if lease <= 0 {
 		lease = DefaultConfig().Lease
@@ -677,16 +678,18 @@ func ourGeneration(rec Recovery, n *tpu.Node) bool {
 	return n.Labels[GenerationLabel] == strconv.Itoa(rec.Generation)
 }
 
-func failureLimit(cfg Config) int {
+// FailureLimit is the weight of failures (Recovery.Failures) at which a
+// recovery is abandoned: PermanentWeight×MaxAttempts.
+func FailureLimit(cfg Config) int {
 	m := cfg.MaxAttempts
 	if m <= 0 {
 		m = DefaultMaxAttempts
 	}
-	return permanentWeight * m
+	return PermanentWeight * m
 }
 
-// lookAgain is Config.LookAgain, or LookAgain when it is not set.
-func lookAgain(cfg Config) time.Duration {
+// LookAgainFor is Config.LookAgain, or LookAgain when it is not set.
+func LookAgainFor(cfg Config) time.Duration {
 	if cfg.LookAgain > 0 {
 		return cfg.LookAgain
 	}
@@ -705,11 +708,11 @@ func leaseOf(cfg Config) time.Duration {
 // are bounded.
 func wait(rec Recovery, now time.Time, cfg Config, why string, counted bool) (Recovery, Effect) {
 	if !counted {
-		rec.NextLookAt = now.Add(lookAgain(cfg))
+		rec.NextLookAt = now.Add(LookAgainFor(cfg))
 		return rec, Effect{}
 	}
-	rec.Failures += transientWeight
-	rec.LastError = why
+	rec.Failures += TransientWeight
+	rec.LastError, rec.LastKind = why, KindNone
 	rec.NextLookAt = now.Add(backoff(rec.Failures))
 	return rec, Effect{}
 }
@@ -734,7 +737,7 @@ func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Reco
 		// at MaxAttempts, as each retry is a whole create or reset.
 		kind = KindPermanent
 	}
-	rec.LastError = fmt.Sprintf("%s (%s): %v", step, kind, err)
+	rec.LastError, rec.LastKind = fmt.Sprintf("%s (%s): %v", step, kind, err), kind
 	switch kind {
 	case KindStockout:
 		rec.Stockouts++
@@ -744,35 +747,37 @@ func fail(rec Recovery, step string, err error, now time.Time, cfg Config) (Reco
 		rec.NextLookAt = now.Add(leaseOf(cfg))
 		return rec, Effect{}
 	case KindPermanent, KindAlreadyExists:
-		rec.Failures += permanentWeight
+		rec.Failures += PermanentWeight
 		rec.NextLookAt = now.Add(leaseOf(cfg))
 	default:
-		rec.Failures += transientWeight
+		rec.Failures += TransientWeight
 		rec.NextLookAt = now.Add(backoff(rec.Failures))
 	}
-	if rec.Failures >= failureLimit(cfg) {
-		return abandon(rec, fmt.Sprintf("%d failures (weighted; limit %d), the last: %s", rec.Failures, failureLimit(cfg), rec.LastError)), Effect{}
+	if rec.Failures >= FailureLimit(cfg) {
+		return Abandon(rec, fmt.Sprintf("%d failures (weighted; limit %d), the last: %s", rec.Failures, FailureLimit(cfg), rec.LastError)), Effect{}
 	}
 	return rec, Effect{}
 }
 
-func abandon(rec Recovery, why string) Recovery {
+// Abandon ends rec as abandoned (it needs a person), saying why.
+func Abandon(rec Recovery, why string) Recovery {
 	rec.Phase = PhaseAbandoned
-	rec.LastError = "abandoned; needs a person: " + why
+	rec.LastError = "abandoned; needs a person: " + why // LastKind kept: why names the last failure
 	rec.NextLookAt = time.Time{}
 	return rec
 }
 
-func closeRec(rec Recovery, why string) Recovery {
+// CloseRecovery ends rec as closed without finishing, saying why.
+func CloseRecovery(rec Recovery, why string) Recovery {
 	rec.Phase = PhaseClosed
-	rec.LastError = why
+	rec.LastError, rec.LastKind = why, KindNone
 	rec.NextLookAt = time.Time{}
 	return rec
 }
 
 func recovered(rec Recovery, n *tpu.Node) Recovery {
 	rec.Phase = PhaseRecovered
-	rec.LastError = ""
+	rec.LastError, rec.LastKind = "", KindNone
 	rec.NextLookAt = time.Time{}
 	return rec
 }
@@ -785,8 +790,8 @@ func notToRecreate(node *tpu.Node, cfg Config) string {
 	switch {
 	case node == nil:
 		return "node NOT FOUND before its spec was saved: deleted by someone else; not recreated"
-	case healthy(node), onPurpose(node.State):
-		return "node is " + describe(node) + " by the time it was claimed: not recreated"
+	case Healthy(node), OnPurpose(node.State):
+		return "node is " + Describe(node) + " by the time it was claimed: not recreated"
 	case node.State == stateDeleting:
 		return "node is DELETING by the time it was claimed: deleted by someone else; not recreated"
 	case cfg.LabelKey == "" || node.Labels[cfg.LabelKey] != cfg.LabelValue:
@@ -805,13 +810,15 @@ func notOurNode(rec Recovery, node *tpu.Node) string {
 		return ""
 	}
 	return fmt.Sprintf("node %s is id %d, not id %d whose spec recovery gen %d saved: created by someone else; never deleted",
-		describe(node), node.Id, rec.NodeID, rec.Generation)
+		Describe(node), node.Id, rec.NodeID, rec.Generation)
 }
 
 // deleteSent reports whether rec may have requested the node's delete.
-// Recoveries saved before DeleteSent existed say so by their operations.
+// Recoveries saved before DeleteSent existed say so by their operations; a
+// reset's operation counts as it did while it was kept in CreateOp (a reset
+// takes the node down as a delete does).
 func deleteSent(rec Recovery) bool {
-	return rec.DeleteSent || rec.DeleteOp != "" || rec.CreateOp != ""
+	return rec.DeleteSent || rec.DeleteOp != "" || rec.CreateOp != "" || rec.ResetOp != ""
 }
 
 // resumePhase says where a recreate saved as failed (before Step) resumes,

@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"encoding/json"
@@ -54,7 +54,7 @@ func TestCreateBodyMatchesLiteralExpectations(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.StartupScript, cfg.ResumeScript, cfg.ResumeKeys = c.Config.StartupScript, c.Config.ResumeScript, c.Config.ResumeKeys
 
-			body, warnings := createSpec(CleanSpec(&node), c.Generation, cfg)
+			body, warnings := CreateSpec(CleanSpec(&node), c.Generation, cfg)
 
 			gotJSON, err := json.Marshal(body)
 			if err != nil {
@@ -270,7 +270,7 @@ func TestEveryNodeFieldIsCarriedOrListed(t *testing.T) {
 			if in == &all {
 				which = "with every field set"
 			}
-			body, _ := createSpec(CleanSpec(in), 2, Config{})
+			body, _ := CreateSpec(CleanSpec(in), 2, Config{})
 			want := reflect.ValueOf(*in).Field(i)
 			got := reflect.ValueOf(*body).Field(i)
 			switch fate {
@@ -325,7 +325,7 @@ func TestV2Alpha1FieldsMissingFromV2AreListed(t *testing.T) {
 		if err := json.Unmarshal(b, &asV2); err != nil {
 			t.Fatal(err)
 		}
-		body, _ := createSpec(CleanSpec(&asV2), 1, Config{})
+		body, _ := CreateSpec(CleanSpec(&asV2), 1, Config{})
 		out, _ := json.Marshal(body)
 		if strings.Contains(string(out), `"`+tag+`"`) {
 			t.Errorf("%s is listed as %q, but the create body carries it: %s", path, why, out)
@@ -390,7 +390,7 @@ func TestStartupScriptFor(t *testing.T) {
 
 func TestLegacyNodeIsRecreatedWithoutScriptAndWarned(t *testing.T) {
 	n := &tpu.Node{Name: "projects/p/locations/z/nodes/n", ApiVersion: "V1", AcceleratorType: "v2-8", Metadata: map[string]string{NoticeMetadataKey: "{}"}}
-	body, warnings := createSpec(CleanSpec(n), 1, Config{StartupScript: "#site"})
+	body, warnings := CreateSpec(CleanSpec(n), 1, Config{StartupScript: "#site"})
 	if _, ok := body.Metadata[StartupScriptKey]; ok {
 		t.Errorf("legacy node got a startup script: %v", body.Metadata)
 	}

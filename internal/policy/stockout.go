@@ -1,4 +1,4 @@
-package remediate
+package policy
 
 import (
 	"encoding/binary"
@@ -68,25 +68,27 @@ type Refusal struct {
 	Fallback string
 }
 
-// refusalOf is the refusal rec's last failure was, or nil when it was no
-// stockout or quota. fail writes LastError as "STEP (KIND): ERROR".
-func refusalOf(rec Recovery, cfg Config) *Refusal {
-	for _, k := range []Kind{KindStockout, KindQuota} {
-		mark := " (" + k.String() + "): "
-		i := strings.Index(rec.LastError, mark)
-		if i < 0 {
-			continue
-		}
-		_, _, zone, _, _ := parseNodeName(rec.Node)
-		msg := rec.LastError[i+len(mark):]
-		r := &Refusal{Kind: k.String(), Scope: QuotaScope(k, msg), Zone: zone, Message: msg,
-			Stockouts: rec.Stockouts, RetryAt: rec.NextLookAt}
-		if k == KindStockout {
-			r.Fallback = describeFallback(rec, cfg)
-		}
-		return r
+// RefusalOf is the refusal rec's last failure was (LastKind), or nil when
+// it was no stockout or quota. Its message is the API's wording, after
+// the "STEP (KIND): " fail writes LastError with.
+func RefusalOf(rec Recovery, cfg Config) *Refusal {
+	k := rec.LastKind
+	if !k.Exhausted() {
+		return nil
 	}
-	return nil
+	mark := " (" + k.String() + "): "
+	i := strings.Index(rec.LastError, mark)
+	if i < 0 {
+		return nil
+	}
+	_, _, zone, _, _ := ParseNodeName(rec.Node)
+	msg := rec.LastError[i+len(mark):]
+	r := &Refusal{Kind: k.String(), Scope: QuotaScope(k, msg), Zone: zone, Message: msg,
+		Stockouts: rec.Stockouts, RetryAt: rec.NextLookAt}
+	if k == KindStockout {
+		r.Fallback = describeFallback(rec, cfg)
+	}
+	return r
 }
 
 // String is the refusal in a record's words.
