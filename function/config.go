@@ -50,6 +50,10 @@ type Config struct {
 	// instance path (TPU VMs through Compute Engine): requests go to
 	// URL/compute/v1/projects/…, as on the real host.
 	ComputeEndpoint string `split_words:"true"`
+	// ReportFaultyHosts reports the host of a RUNNING reservation-bound
+	// Compute Engine TPU VM faulty (instances.reportHostAsFaulty) after
+	// COUNT host errors within WINDOW ("3/7d"; "true": 3/7d; "": off).
+	ReportFaultyHosts string `split_words:"true"`
 	// RecordTo is where decision records go: logging or stdout.
 	RecordTo string `split_words:"true" default:"logging"`
 	// RecordLog is the Cloud Logging log (its LOG_ID) records are written

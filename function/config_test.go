@@ -122,6 +122,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"AUTOHEAL_NODE_SERVICE_ACCOUNTS": "trainer@acme-ml.iam.gserviceaccount.com,123-compute@developer.gserviceaccount.com",
 		"AUTOHEAL_MAC_KEY":               "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
 		"AUTOHEAL_SWEEP_MIN_INTERVAL":    "45s", "AUTOHEAL_TRUST_UNSEALED_SPECS": "true",
+		"AUTOHEAL_REPORT_FAULTY_HOSTS": "2/36h",
 	}
 	got, err := load(t, env)
 	if err != nil {
@@ -139,7 +140,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		Actor: "tpu-autoheal@acme-ops.iam.gserviceaccount.com", EvidenceWait: 2 * time.Minute,
 		NodeServiceAccounts: []string{"trainer@acme-ml.iam.gserviceaccount.com", "123-compute@developer.gserviceaccount.com"},
 		MACKey:              "projects/acme-ops/locations/us-central1/keyRings/autoheal-b/cryptoKeys/autoheal-b-ledger-mac/cryptoKeyVersions/1",
-		SweepMinInterval:    45 * time.Second, TrustUnsealedSpecs: true,
+		SweepMinInterval:    45 * time.Second, TrustUnsealedSpecs: true, ReportFaultyHosts: "2/36h",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
@@ -195,6 +196,7 @@ func TestLoadConfigErrorsNameTheVariableAndValue(t *testing.T) {
 		{"mac key version zero", map[string]string{"AUTOHEAL_MAC_KEY": "projects/acme-ops/locations/us-central1/keyRings/r/cryptoKeys/k/cryptoKeyVersions/0"}, nil,
 			`AUTOHEAL_MAC_KEY="projects/acme-ops/locations/us-central1/keyRings/r/cryptoKeys/k/cryptoKeyVersions/0": want a Cloud KMS key version`},
 		{"bad endpoint", map[string]string{"AUTOHEAL_TPU_ENDPOINT": "localhost:8080"}, nil, `AUTOHEAL_TPU_ENDPOINT="localhost:8080": want an http(s) URL`},
+		{"bad faulty-host setting", map[string]string{"AUTOHEAL_REPORT_FAULTY_HOSTS": "3/week"}, nil, `AUTOHEAL_REPORT_FAULTY_HOSTS="3/week": want COUNT/WINDOW such as 3/7d, true or false`},
 		{"bad database", map[string]string{"AUTOHEAL_FIRESTORE_DATABASE": "DB"}, nil, `AUTOHEAL_FIRESTORE_DATABASE="DB": want a Firestore database id`},
 		{"kick topic without projects/", map[string]string{"AUTOHEAL_KICK_TOPIC": "tpu-autoheal"}, nil, `AUTOHEAL_KICK_TOPIC="tpu-autoheal": want projects/PROJECT/topics/TOPIC`},
 		{"kick topic of a subscription", map[string]string{"AUTOHEAL_KICK_TOPIC": "projects/acme-ops/subscriptions/tpu-autoheal"}, nil, `AUTOHEAL_KICK_TOPIC="projects/acme-ops/subscriptions/tpu-autoheal": want projects/PROJECT/topics/TOPIC`},
@@ -294,7 +296,7 @@ func TestVariablesAreTheDocumentedNames(t *testing.T) {
 	want := []string{
 		"AUTOHEAL_PROJECT", "AUTOHEAL_PROJECTS", "AUTOHEAL_ZONES", "AUTOHEAL_DRY_RUN", "AUTOHEAL_LABEL_SELECTOR",
 		"AUTOHEAL_STARTUP_SCRIPT", "AUTOHEAL_STARTUP_SCRIPT_GENERATION", "AUTOHEAL_FIRESTORE_DATABASE", "AUTOHEAL_TPU_ENDPOINT",
-		"AUTOHEAL_COMPUTE_INSTANCES", "AUTOHEAL_COMPUTE_ENDPOINT",
+		"AUTOHEAL_COMPUTE_INSTANCES", "AUTOHEAL_COMPUTE_ENDPOINT", "AUTOHEAL_REPORT_FAULTY_HOSTS",
 		"AUTOHEAL_RECORD_TO", "AUTOHEAL_RECORD_LOG", "AUTOHEAL_APP_LABEL", "AUTOHEAL_MAX_EVENT_AGE", "AUTOHEAL_UNHEALTHY_GRACE", "AUTOHEAL_STUCK_GRACE", "AUTOHEAL_COOLDOWN",
 		"AUTOHEAL_WINDOW", "AUTOHEAL_MAX_RECREATES", "AUTOHEAL_MAX_IN_FLIGHT", "AUTOHEAL_MAX_ATTEMPTS",
 		"AUTOHEAL_LEASE", "AUTOHEAL_EVENT_TTL", "AUTOHEAL_SWEEP_BUDGET", "AUTOHEAL_SWEEP_FOLLOW", "AUTOHEAL_LOOK_AGAIN",

@@ -255,7 +255,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Function, error) {
 		return fail(err)
 	}
 	// instance.go: the instance path (Compute Engine TPU VMs), when on.
-	if f.instances, err = newInstances(ctx, cfg, &d, rc); err != nil {
+	if f.instances, err = newInstances(ctx, cfg, &d, rc, f.handler); err != nil {
 		return fail(err)
 	}
 	return f, nil

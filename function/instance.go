@@ -23,8 +23,9 @@ func WithCompute(c computevm.Instances, s computevm.Store) Option {
 	return func(d *deps) { d.compute, d.vmStore = c, s }
 }
 
-// newInstances builds the instance path.
-func newInstances(ctx context.Context, cfg Config, d *deps, rc remediate.Config) (*computevm.Recovery, error) {
+// newInstances builds the instance path; its saved specs are sealed with
+// the node path's Sealer (h's, from wireTrust).
+func newInstances(ctx context.Context, cfg Config, d *deps, rc remediate.Config, h *remediate.Handler) (*computevm.Recovery, error) {
 	if !cfg.ComputeInstances && d.compute == nil {
 		return nil, nil // off: instance entries are recorded and dropped
 	}
@@ -46,9 +47,11 @@ func newInstances(ctx context.Context, cfg Config, d *deps, rc remediate.Config)
 	}
 	pc := vmpolicy.DefaultConfig()
 	pc.StuckGrace = cfg.StuckGrace
+	pc.FaultyHosts, _ = vmpolicy.ParseFaultyHosts(cfg.ReportFaultyHosts) // validated by Validate
 	return &computevm.Recovery{
 		Compute: d.compute, Store: d.vmStore, Ledger: d.store, Recorder: d.recorder,
 		Config: rc, Policy: pc, Holder: "function-instances", Now: d.now,
+		Sealer: h.Sealer, TrustUnsealedSpecs: h.TrustUnsealedSpecs,
 	}, nil
 }
 

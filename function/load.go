@@ -13,6 +13,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
+	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
 
 // Where decision records go (AUTOHEAL_RECORD_TO).
@@ -185,6 +186,9 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := remediate.ParseBreaker(c.Breaker); err != nil {
 		bad("BREAKER", c.Breaker, "want LIMIT/WINDOW such as 48/1h")
+	}
+	if _, err := vmpolicy.ParseFaultyHosts(c.ReportFaultyHosts); err != nil {
+		bad("REPORT_FAULTY_HOSTS", c.ReportFaultyHosts, "want COUNT/WINDOW such as 3/7d, true or false")
 	}
 	switch c.Maintenance {
 	case remediate.MaintenanceOff, remediate.MaintenancePrepare, remediate.MaintenanceEarly:

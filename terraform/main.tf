@@ -575,6 +575,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_TPU_ENDPOINT              = var.tpu_endpoint
       AUTOHEAL_COMPUTE_INSTANCES         = tostring(var.compute_instances)
       AUTOHEAL_COMPUTE_ENDPOINT          = var.compute_endpoint
+      AUTOHEAL_REPORT_FAULTY_HOSTS       = var.report_faulty_hosts
       AUTOHEAL_RECORD_TO                 = var.record_to
       AUTOHEAL_RECORD_LOG                = local.record_log_name
       AUTOHEAL_APP_LABEL                 = local.record_app_label
@@ -646,8 +647,9 @@ resource "google_project_iam_custom_role" "tpu" {
   role_id     = "${local.role_id}_tpu"
   title       = "tpu-autoheal TPU (${var.name})"
   description = "What the tpu-autoheal function calls on TPU nodes, queued resources and operations (and, with compute_instances, Compute Engine TPU VMs) in a watched project."
-  # The Compute Engine permissions only when the instance path is on.
-  permissions = var.compute_instances ? local.tpu_permissions : [for p in local.tpu_permissions : p if !startswith(p, "compute.")]
+  # The Compute Engine permissions only when the instance path is on;
+  # reportHostAsFaulty only when faulty-host reports are on too.
+  permissions = [for p in local.tpu_permissions : p if var.compute_instances ? (p != "compute.instances.reportHostAsFaulty" || !contains(["", "false", "off"], var.report_faulty_hosts)) : !startswith(p, "compute.")]
 }
 
 resource "google_project_iam_member" "tpu" {

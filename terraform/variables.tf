@@ -184,6 +184,16 @@ variable "compute_instances" {
   default     = false
 }
 
+variable "report_faulty_hosts" {
+  type        = string
+  description = "With compute_instances, report the host of a RUNNING reservation-bound Compute Engine TPU VM faulty (instances.reportHostAsFaulty) after COUNT host errors within WINDOW, such as 3/7d (AUTOHEAL_REPORT_FAULTY_HOSTS); empty: never. Set, the TPU role also gets compute.instances.reportHostAsFaulty."
+  default     = ""
+  validation {
+    condition     = can(regex("^(|true|false|on|off|[1-9][0-9]*/([1-9][0-9]*d|[0-9.]+(h|m|s)))$", var.report_faulty_hosts))
+    error_message = "report_faulty_hosts must be empty, true, false, or COUNT/WINDOW such as 3/7d or 3/72h."
+  }
+}
+
 variable "compute_endpoint" {
   type        = string
   description = "Compute Engine endpoint override (AUTOHEAL_COMPUTE_ENDPOINT); requests go to URL/compute/v1/projects/...; empty means the public endpoint."

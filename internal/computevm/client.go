@@ -238,6 +238,27 @@ func (c *Client) SetMetadataKey(ctx context.Context, r Ref, in *compute.Instance
 	return op.Name, nil
 }
 
+// FaultReason is the fault reason a faulty-host report gives
+// (faultReasons[].behavior): "any GPU or TPU errors or faults where the
+// accelerator becomes unusable".
+const FaultReason = "CHIP_ERROR"
+
+// ReportHostAsFaulty reports the host of a RUNNING reservation-bound
+// instance faulty, disruptionSchedule IMMEDIATE (the only value the v1
+// API allows): Compute Engine powers the VM off and repairs the host,
+// which takes days, then starts it on the same host. description says why.
+func (c *Client) ReportHostAsFaulty(ctx context.Context, r Ref, description, requestID string) (string, error) {
+	req := &compute.InstancesReportHostAsFaultyRequest{
+		DisruptionSchedule: "IMMEDIATE",
+		FaultReasons:       []*compute.InstancesReportHostAsFaultyRequestFaultReason{{Behavior: FaultReason, Description: description}},
+	}
+	op, err := c.svc.Instances.ReportHostAsFaulty(r.Project, r.Zone, r.Name, req).RequestId(requestID).Context(ctx).Do() // rest: compute.instances.reportHostAsFaulty
+	if err != nil {
+		return "", fmt.Errorf("report the host of %s faulty: %w", r, classify(err))
+	}
+	return op.Name, nil
+}
+
 // GetOperation looks at a zone operation once: done false while it runs;
 // done true when it ended, with its error classified (a capacity or quota
 // error, RESOURCE_NOT_READY transient, …).

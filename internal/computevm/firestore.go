@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
 
@@ -60,25 +61,32 @@ type specDoc struct {
 	Zone    string    `firestore:"zone"`
 	Spec    string    `firestore:"spec"` // the instance JSON
 	Saved   time.Time `firestore:"saved"`
+	// KeyVersion and MAC are the spec's seal; LastStart the instance's
+	// lastStartTimestamp when saved.
+	KeyVersion string `firestore:"keyVersion"`
+	MAC        []byte `firestore:"mac"`
+	LastStart  string `firestore:"lastStart"`
 }
 
 // SaveSpec implements Store.
-func (f *Firestore) SaveSpec(ctx context.Context, name string, spec *compute.Instance) error {
+func (f *Firestore) SaveSpec(ctx context.Context, name string, spec SavedSpec) error {
 	ref, err := ParseRef(name)
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(spec)
+	b, err := json.Marshal(spec.Spec)
 	if err != nil {
 		return err
 	}
-	_, err = f.col(CollectionSpecs).Doc(docID(name)).Set(ctx, specDoc{Name: name, Project: ref.Project, Zone: ref.Zone, Spec: string(b), Saved: time.Now()}) // rest: firestore.projects.databases.documents.commit
+	d := specDoc{Name: name, Project: ref.Project, Zone: ref.Zone, Spec: string(b), Saved: spec.Seen,
+		KeyVersion: spec.Seal.KeyVersion, MAC: spec.Seal.MAC, LastStart: spec.LastStart}
+	_, err = f.col(CollectionSpecs).Doc(docID(name)).Set(ctx, d) // rest: firestore.projects.databases.documents.commit
 	return err
 }
 
 // Specs implements Store.
-func (f *Firestore) Specs(ctx context.Context, project, zone string) (map[string]*compute.Instance, error) {
-	out := map[string]*compute.Instance{}
+func (f *Firestore) Specs(ctx context.Context, project, zone string) (map[string]SavedSpec, error) {
+	out := map[string]SavedSpec{}
 	it := f.col(CollectionSpecs).Where("project", "==", project).Where("zone", "==", zone).Documents(ctx) // rest: firestore.projects.databases.documents.runQuery
 	defer it.Stop()
 	for {
@@ -97,7 +105,7 @@ func (f *Firestore) Specs(ctx context.Context, project, zone string) (map[string
 		if err := json.Unmarshal([]byte(d.Spec), &in); err != nil {
 			return nil, fmt.Errorf("saved spec of %s: %w", d.Name, err)
 		}
-		out[d.Name] = &in
+		out[d.Name] = SavedSpec{Spec: &in, Seal: seal.Seal{KeyVersion: d.KeyVersion, MAC: d.MAC}, Seen: d.Saved, LastStart: d.LastStart}
 	}
 }
 
@@ -156,10 +164,26 @@ func (f *Firestore) Evidence(ctx context.Context, instances []string) ([]vmpolic
 }
 
 type sliceDoc struct {
-	Since      time.Time `firestore:"since"`
-	Action     string    `firestore:"action"`
-	At         time.Time `firestore:"at"`
-	Operations []string  `firestore:"operations"`
+	Since      time.Time    `firestore:"since"`
+	Action     string       `firestore:"action"`
+	At         time.Time    `firestore:"at"`
+	Operations []string     `firestore:"operations"`
+	Unknown    []unknownDoc `firestore:"unknown"`
+	Faulty     []faultyDoc  `firestore:"faulty"`
+}
+
+type faultyDoc struct {
+	Instance  string    `firestore:"instance"`
+	At        time.Time `firestore:"at"`
+	Operation string    `firestore:"operation"`
+}
+
+type unknownDoc struct {
+	Instance  string    `firestore:"instance"`
+	Action    string    `firestore:"action"`
+	RequestID string    `firestore:"requestId"`
+	At        time.Time `firestore:"at"`
+	Reads     int       `firestore:"reads"`
 }
 
 // Slice implements Store.
@@ -175,11 +199,25 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 	if err := s.DataTo(&d); err != nil {
 		return SliceState{}, err
 	}
-	return SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations}, nil
+	st := SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations}
+	for _, u := range d.Unknown {
+		st.Unknown = append(st.Unknown, UnknownCall{Instance: u.Instance, Action: vmpolicy.Action(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
+	}
+	for _, f := range d.Faulty {
+		st.Faulty = append(st.Faulty, FaultyReport{Instance: f.Instance, At: f.At, Operation: f.Operation})
+	}
+	return st, nil
 }
 
 // SetSlice implements Store.
 func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) error {
-	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations}) // rest: firestore.projects.databases.documents.commit
+	d := sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations}
+	for _, u := range st.Unknown {
+		d.Unknown = append(d.Unknown, unknownDoc{Instance: u.Instance, Action: string(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
+	}
+	for _, r := range st.Faulty {
+		d.Faulty = append(d.Faulty, faultyDoc{Instance: r.Instance, At: r.At, Operation: r.Operation})
+	}
+	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, d) // rest: firestore.projects.databases.documents.commit
 	return err
 }

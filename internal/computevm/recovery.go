@@ -15,6 +15,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/failure"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
@@ -29,6 +30,7 @@ type Instances interface {
 	GetOperation(ctx context.Context, project, zone, name string) (bool, error)
 	MIGIsSlice(ctx context.Context, mig string) (bool, error)
 	SetMetadataKey(ctx context.Context, r Ref, in *compute.Instance, key, value string) (string, error)
+	ReportHostAsFaulty(ctx context.Context, r Ref, description, requestID string) (string, error)
 }
 
 var _ Instances = (*Client)(nil)
@@ -56,6 +58,12 @@ type Recovery struct {
 	Policy   vmpolicy.Config
 	Holder   string
 	Now      func() time.Time
+	// Sealer seals every saved spec and verifies it before an insert
+	// (specseal.go); nil: specs are neither sealed nor verified (local
+	// runs). TrustUnsealedSpecs accepts a spec saved with no seal, as
+	// remediate.Handler.TrustUnsealedSpecs does for nodes.
+	Sealer             seal.Sealer
+	TrustUnsealedSpecs bool
 
 	mu        sync.Mutex
 	migSlices map[string]bool // MIGIsSlice, cached: a MIG's workload policy does not change
@@ -121,9 +129,10 @@ func (r *Recovery) now() time.Time {
 
 // member is one instance of a slice as just observed: in nil when NOT FOUND.
 type member struct {
-	ref  Ref
-	in   *compute.Instance
-	spec *compute.Instance
+	ref   Ref
+	in    *compute.Instance
+	spec  *compute.Instance // saved.Spec, nil when none is saved
+	saved SavedSpec
 }
 
 // evidenceOf is the evidence an event gives, ok false when it gives none
@@ -189,7 +198,8 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	if err != nil {
 		return nil, fmt.Errorf("read saved specs of %s/%s: %w", ref.Project, ref.Zone, err)
 	}
-	spec := specs[ref.String()]
+	saved := specs[ref.String()]
+	spec := saved.Spec
 	if in == nil && spec == nil || in != nil && (!IsTPU(in) || !OptedIn(in)) {
 		// Most instance entries are about VMs that are not TPU VMs, or not
 		// opted in: recorded and dropped, the next ones of the hour
@@ -210,7 +220,7 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	if err != nil {
 		return nil, err
 	}
-	members := []member{{ref: ref, in: in, spec: spec}}
+	members := []member{{ref: ref, in: in, spec: spec, saved: saved}}
 	if key != ref.String() {
 		all, err := r.Compute.ListOptedIn(ctx, ref.Project, ref.Zone)
 		if err != nil {
@@ -236,7 +246,7 @@ func orSpec(in, spec *compute.Instance) *compute.Instance {
 
 // sliceMembers are the instances of slice key in the zone: those listed and
 // those whose spec was saved but that are gone.
-func (r *Recovery) sliceMembers(ctx context.Context, key string, zone Ref, listed []*compute.Instance, specs map[string]*compute.Instance) ([]member, error) {
+func (r *Recovery) sliceMembers(ctx context.Context, key string, zone Ref, listed []*compute.Instance, specs map[string]SavedSpec) ([]member, error) {
 	var out []member
 	seen := map[string]bool{}
 	for _, in := range listed {
@@ -246,19 +256,19 @@ func (r *Recovery) sliceMembers(ctx context.Context, key string, zone Ref, liste
 			return nil, err
 		}
 		if k == key {
-			out = append(out, member{ref: ref, in: in, spec: specs[ref.String()]})
+			out = append(out, member{ref: ref, in: in, spec: specs[ref.String()].Spec, saved: specs[ref.String()]})
 			seen[ref.String()] = true
 		}
 	}
-	for name, spec := range specs {
+	for name, saved := range specs {
 		ref, err := ParseRef(name)
 		if err != nil || seen[name] {
 			continue
 		}
-		if k, err := r.keyOf(ctx, spec, ref); err != nil {
+		if k, err := r.keyOf(ctx, saved.Spec, ref); err != nil {
 			return nil, err
 		} else if k == key {
-			out = append(out, member{ref: ref, spec: spec})
+			out = append(out, member{ref: ref, spec: saved.Spec, saved: saved})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ref.Name < out[j].ref.Name })
@@ -294,7 +304,9 @@ func (r *Recovery) Sweep(ctx context.Context, projects, zones []string) (SweepRe
 			for _, in := range all {
 				ref := Ref{Project: p, Zone: z, Name: in.Name}
 				if MIGOf(in, p) == "" && in.Status == vmpolicy.StatusRunning {
-					if err := r.saveSpec(ctx, ref, in, specs); err != nil {
+					if err := r.saveSpec(ctx, ref, in, specs); errors.Is(err, seal.ErrTransient) {
+						res.Errors = append(res.Errors, err) // the old spec stays; the next sweep seals again
+					} else if err != nil {
 						return res, err
 					}
 				}
@@ -308,12 +320,12 @@ func (r *Recovery) Sweep(ctx context.Context, projects, zones []string) (SweepRe
 					keys = append(keys, k)
 				}
 			}
-			for name, spec := range specs {
+			for name, saved := range specs {
 				ref, err := ParseRef(name)
 				if err != nil {
 					continue
 				}
-				if k, err := r.keyOf(ctx, spec, ref); err == nil && !slicesSeen[k] {
+				if k, err := r.keyOf(ctx, saved.Spec, ref); err == nil && !slicesSeen[k] {
 					slicesSeen[k] = true
 					keys = append(keys, k)
 				}
@@ -336,20 +348,26 @@ func (r *Recovery) Sweep(ctx context.Context, projects, zones []string) (SweepRe
 	return res, nil
 }
 
-// saveSpec saves in's spec when it differs from the saved one (specs is
-// updated too).
-func (r *Recovery) saveSpec(ctx context.Context, ref Ref, in *compute.Instance, specs map[string]*compute.Instance) error {
+// saveSpec saves in's spec, sealed, when it differs from the saved one or
+// the instance was started since it was saved (specs is updated too).
+func (r *Recovery) saveSpec(ctx context.Context, ref Ref, in *compute.Instance, specs map[string]SavedSpec) error {
 	spec := SpecOf(in)
 	if spec == nil {
 		return nil
 	}
-	if old := specs[ref.String()]; old != nil && sameSpec(old, spec) {
+	// Saved again when unsealed and a Sealer is configured: after an
+	// upgrade, the first sweep seals the spec of every running instance.
+	if old := specs[ref.String()]; old.Spec != nil && sameSpec(old.Spec, spec) && old.LastStart == in.LastStartTimestamp && (r.Sealer == nil || !old.Seal.IsZero()) {
 		return nil
 	}
-	if err := r.Store.SaveSpec(ctx, ref.String(), spec); err != nil {
+	saved := SavedSpec{Spec: spec, Seen: r.now().UTC().Truncate(time.Microsecond), LastStart: in.LastStartTimestamp}
+	if err := r.sealSpec(ctx, ref.String(), &saved); err != nil {
+		return fmt.Errorf("seal spec of %s: %w", ref, err)
+	}
+	if err := r.Store.SaveSpec(ctx, ref.String(), saved); err != nil {
 		return fmt.Errorf("save spec of %s: %w", ref, err)
 	}
-	specs[ref.String()] = spec
+	specs[ref.String()] = saved
 	return nil
 }
 
@@ -362,26 +380,37 @@ func sameSpec(a, b *compute.Instance) bool {
 // reconcile decides about one slice and carries the decision out.
 func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Event, key string, members []member) (remediate.Record, error) {
 	project, zone := zoneOfKey(key)
+	state, err := r.Store.Slice(ctx, key)
+	if err != nil {
+		return remediate.Record{}, fmt.Errorf("read slice %s: %w", key, err)
+	}
 	var names []string
 	var observed []vmpolicy.Instance
 	for _, m := range members {
 		names = append(names, m.ref.String())
 		o := Observe(m.ref, m.in, m.spec)
 		o.NoPrepare = r.maintenanceOff(m.in)
+		o.FaultyReported = state.faultyReported(m.ref.String())
+		if m.in == nil {
+			o.Seen = m.saved.Seen
+			if t, err := time.Parse(time.RFC3339Nano, m.saved.LastStart); err == nil {
+				o.LastStart = t
+			}
+		}
 		observed = append(observed, o)
 	}
 	evidence, err := r.Store.Evidence(ctx, names)
 	if err != nil {
 		return remediate.Record{}, fmt.Errorf("read evidence of %s: %w", key, err)
 	}
-	state, err := r.Store.Slice(ctx, key)
-	if err != nil {
-		return remediate.Record{}, fmt.Errorf("read slice %s: %w", key, err)
-	}
 	if state, err = r.verdicts(ctx, key, state); err != nil {
 		return remediate.Record{}, err
 	}
 	now := r.now()
+	state, waiting, err := r.resolveUnknown(ctx, key, state, members, now)
+	if err != nil {
+		return remediate.Record{}, err
+	}
 	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, Now: now}, r.Policy)
 	healthy := true
 	for _, o := range observed {
@@ -410,6 +439,17 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 			}
 		}
 	}
+	if len(waiting) > 0 {
+		if dec.Action == vmpolicy.ActionHeld {
+			// A person acted since: whatever the call did, nothing more is sent.
+			state.Unknown = nil
+			if err := r.Store.SetSlice(ctx, key, state); err != nil {
+				return remediate.Record{}, err
+			}
+		} else if dec.Action.Mutates() {
+			return r.record(ctx, start, ev, key, members, remediate.ActionDefer, waitingReason(dec, waiting), nil), nil
+		}
+	}
 	action := remediate.Action(dec.Action)
 	if !dec.Action.Mutates() {
 		return r.record(ctx, start, ev, key, members, action, dec.Reason, nil), nil
@@ -424,6 +464,22 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	}
 	if pause != nil {
 		return r.record(ctx, start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("would %s: paused (%s)", dec.Action, pause.What()), nil), nil
+	}
+	var warnings []string
+	if dec.Action == vmpolicy.ActionRecreate {
+		// The ledger is not a trust root: a spec whose seal does not
+		// verify is never inserted (specseal.go).
+		w, refused, err := r.verifySpecs(ctx, dec.Targets, members)
+		if err != nil {
+			out := r.build(start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("would %s: the seal of a saved spec could not be checked (no verdict): %v; looked at again on the next look", dec.Action, err), nil)
+			out.Severity = remediate.SeverityWarning
+			r.write(ctx, &out)
+			return out, nil
+		}
+		if refused != "" {
+			return r.record(ctx, start, ev, key, members, remediate.ActionSkip, refused, errors.New(refused)), nil
+		}
+		warnings = w
 	}
 	if r.Config.DryRun {
 		return r.record(ctx, start, ev, key, members, remediate.ActionSkip, fmt.Sprintf("dry run: would %s %v: %s", dec.Action, dec.Targets, dec.Reason), nil), nil
@@ -440,6 +496,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		}
 		r.write(ctx, &out)
 		return out, nil
+	}
+	if dec.Action == vmpolicy.ActionReportFaulty {
+		return r.reportFaulty(ctx, start, ev, key, dec, members, evidence, state)
 	}
 	cause := events.CauseUnknown
 	if ev != nil {
@@ -479,7 +538,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	if err := r.Store.SetSlice(ctx, key, state); err != nil {
 		return remediate.Record{}, fmt.Errorf("save incident of %s: %w", key, err)
 	}
-	steps, pending, callErr := r.act(ctx, dec, key, members, fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation))
+	steps, pending, unknown, callErr := r.act(ctx, dec, key, members, fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation))
 	if callErr == nil && len(pending) > 0 {
 		state.Operations = pending
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
@@ -491,7 +550,10 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		// incident is open again, so a later look retries once the
 		// cooldown the claim counted for has passed (bounded by the window
 		// cap); a call that took effect after all is the same request.
-		state.Incident = prev
+		// A call whose answer was lost or unclear is kept as sent, outcome
+		// unknown: no other is sent for it until it is seen in effect or
+		// concluded not to be (unknown.go).
+		state.Incident, state.Unknown = prev, append(state.Unknown, unknown...)
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
 			return remediate.Record{}, fmt.Errorf("reopen incident of %s: %w", key, err)
 		}
@@ -502,7 +564,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	}
 	reason := dec.Reason + ": " + strings.Join(dec.Targets, ", ")
 	out := r.build(start, ev, key, members, action, reason, callErr)
-	out.Steps, out.Generation = steps, rec.Generation
+	out.Steps, out.Generation, out.Warnings = steps, rec.Generation, append(out.Warnings, warnings...)
 	if callErr == nil {
 		out.Phase = remediate.PhaseDone
 	}
@@ -657,15 +719,21 @@ func (r *Recovery) pause(ctx context.Context, hist remediate.History, key string
 // without a verdict yet. incident names the incident and the claim: the
 // request ids derive from it, so a call repeated within one claim is one
 // request, and a retry under a later claim (after a stockout) a new one.
-func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, members []member, incident string) (steps []remediate.Step, pending []string, _ error) {
+//
+// A start or insert whose answer was lost or unclear (ambiguous) is
+// returned in unknown: sent, outcome unknown (unknown.go).
+func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, members []member, incident string) (steps []remediate.Step, pending []string, unknown []UnknownCall, _ error) {
 	byName := map[string]member{}
 	for _, m := range members {
 		byName[m.ref.String()] = m
 	}
 	var errs []error
-	call := func(name, project, zone string, f func() (string, error)) {
+	call := func(name, target, requestID, project, zone string, f func() (string, error)) {
 		t := r.now()
 		op, err := f()
+		if err != nil && ambiguous(err) && (dec.Action == vmpolicy.ActionStart || dec.Action == vmpolicy.ActionRecreate || dec.Action == vmpolicy.ActionReportFaulty) {
+			unknown = append(unknown, UnknownCall{Instance: target, Action: dec.Action, RequestID: requestID, At: t})
+		}
 		st := remediate.Step{Name: name, Operation: op, Start: t}
 		if err == nil && op != "" {
 			done, oerr := r.Compute.GetOperation(ctx, project, zone, op)
@@ -687,25 +755,36 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 	case vmpolicy.ActionStart:
 		for _, t := range dec.Targets {
 			m := byName[t]
-			call("start", m.ref.Project, m.ref.Zone, func() (string, error) {
-				return r.Compute.Start(ctx, m.ref, RequestID(t+"|start|"+incident))
+			id := RequestID(t + "|start|" + incident)
+			call("start", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
+				return r.Compute.Start(ctx, m.ref, id)
 			})
 		}
 	case vmpolicy.ActionRecreate:
 		for _, t := range dec.Targets {
 			m := byName[t]
-			call("insert", m.ref.Project, m.ref.Zone, func() (string, error) {
-				return r.Compute.Insert(ctx, m.ref, m.spec, RequestID(t+"|insert|"+incident))
+			id := RequestID(t + "|insert|" + incident)
+			call("insert", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
+				return r.Compute.Insert(ctx, m.ref, m.spec, id)
+			})
+		}
+	case vmpolicy.ActionReportFaulty:
+		for _, t := range dec.Targets {
+			m := byName[t]
+			id := RequestID(t + "|reportHostAsFaulty|" + incident)
+			call("reportHostAsFaulty", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
+				return r.Compute.ReportHostAsFaulty(ctx, m.ref, "tpu-autoheal: "+dec.Reason, id)
 			})
 		}
 	case vmpolicy.ActionRecreateInstances:
 		mig := MIGOf(orSpec(members[0].in, members[0].spec), members[0].ref.Project)
 		project, zone := zoneOfKey(mig)
-		call("recreateInstances", project, zone, func() (string, error) {
-			return r.Compute.RecreateInstances(ctx, mig, dec.Targets, RequestID(key+"|recreateInstances|"+incident))
+		id := RequestID(key + "|recreateInstances|" + incident)
+		call("recreateInstances", mig, id, project, zone, func() (string, error) {
+			return r.Compute.RecreateInstances(ctx, mig, dec.Targets, id)
 		})
 	}
-	return steps, pending, errors.Join(errs...)
+	return steps, pending, unknown, errors.Join(errs...)
 }
 
 // zoneOfKey is the project and zone of a slice key.

@@ -17,6 +17,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/failure"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
 
@@ -83,6 +84,7 @@ func newEnv(t *testing.T, opts ...computefake.Option) *env {
 	return &env{t: t, fake: s, clock: c, ledger: l, out: out, rec: &computevm.Recovery{
 		Compute: client, Store: computevm.NewMemory(), Ledger: l, Recorder: out,
 		Config: cfg, Policy: vmpolicy.DefaultConfig(), Holder: "test", Now: c.now,
+		Sealer: seal.RandomLocalKeys(), // every test's specs are sealed and verified
 	}}
 }
 

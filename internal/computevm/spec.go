@@ -90,9 +90,13 @@ func Observe(ref Ref, in, spec *compute.Instance) vmpolicy.Instance {
 	if t, err := time.Parse(time.RFC3339Nano, in.LastStopTimestamp); err == nil {
 		o.LastStop = t
 	}
+	if t, err := time.Parse(time.RFC3339Nano, in.LastStartTimestamp); err == nil {
+		o.LastStart = t
+	}
 	if in.Scheduling != nil && in.Scheduling.AutomaticRestart != nil {
 		o.AutomaticRestart = *in.Scheduling.AutomaticRestart
 	}
+	o.ReservationBound = in.Scheduling != nil && in.Scheduling.ProvisioningModel == "RESERVATION_BOUND"
 	if rs := in.ResourceStatus; rs != nil && rs.UpcomingMaintenance != nil && rs.UpcomingMaintenance.MaintenanceStatus == "PENDING" {
 		o.Maintenance = rs.UpcomingMaintenance.WindowStartTime
 	}

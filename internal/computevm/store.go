@@ -10,6 +10,7 @@ import (
 
 	compute "google.golang.org/api/compute/v1"
 
+	"github.com/tpu-autoheal/autoheal/internal/seal"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
 
@@ -20,9 +21,9 @@ import (
 // was last done about it.
 type Store interface {
 	// SaveSpec saves the spec of the instance name (projects/P/zones/Z/instances/I).
-	SaveSpec(ctx context.Context, name string, spec *compute.Instance) error
+	SaveSpec(ctx context.Context, name string, spec SavedSpec) error
 	// Specs returns the saved specs of a zone's instances, by name.
-	Specs(ctx context.Context, project, zone string) (map[string]*compute.Instance, error)
+	Specs(ctx context.Context, project, zone string) (map[string]SavedSpec, error)
 	// ForgetSpec removes a saved spec (a person deleted the instance).
 	ForgetSpec(ctx context.Context, name string) error
 	// AddEvidence keeps an entry about an instance (deduplicated by
@@ -33,6 +34,24 @@ type Store interface {
 	// Slice returns what is kept about a slice; SetSlice replaces it.
 	Slice(ctx context.Context, key string) (SliceState, error)
 	SetSlice(ctx context.Context, key string, s SliceState) error
+}
+
+// SavedSpec is a spec as the store keeps it: the instance as insert takes
+// it (SpecOf), its seal, when it was saved and the instance's
+// lastStartTimestamp then.
+type SavedSpec struct {
+	Spec *compute.Instance
+	// Seal is the MAC over the spec (specMessage): the ledger is not a
+	// trust root, so a spec whose seal does not verify is never inserted.
+	// Zero when no Sealer is configured (local runs).
+	Seal seal.Seal
+	// Seen is when a sweep saved it, the instance RUNNING: a system event
+	// dated before it did not make the instance vanish. The seal covers it.
+	Seen time.Time
+	// LastStart is the instance's lastStartTimestamp when it was saved: a
+	// spec is saved again when the instance was started since, so Seen
+	// follows the instance's restarts.
+	LastStart string
 }
 
 // SliceState is what is kept about one slice.
@@ -46,6 +65,41 @@ type SliceState struct {
 	// yet (projects/P/zones/Z/operations/O): one that ends in error
 	// reopens the incident.
 	Operations []string
+	// Unknown are the starts and inserts sent whose outcome is unknown
+	// (the answer lost or unclear): no other call is made for the slice
+	// until each is seen in effect or concluded not to be.
+	Unknown []UnknownCall
+	// Faulty are the faulty-host reports sent, the newest per instance.
+	Faulty []FaultyReport
+}
+
+// FaultyReport is one instances.reportHostAsFaulty sent.
+type FaultyReport struct {
+	Instance  string
+	At        time.Time
+	Operation string // the zone operation's name, "" when its answer was lost
+}
+
+// faultyReported is when the host of instance was last reported faulty
+// (zero: never).
+func (s SliceState) faultyReported(instance string) time.Time {
+	for _, f := range s.Faulty {
+		if f.Instance == instance {
+			return f.At
+		}
+	}
+	return time.Time{}
+}
+
+// setFaulty replaces the report about f's instance with f.
+func setFaulty(list []FaultyReport, f FaultyReport) []FaultyReport {
+	out := []FaultyReport{f}
+	for _, x := range list {
+		if x.Instance != f.Instance {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // MaxEvidence is how many entries are kept per instance.
@@ -54,7 +108,7 @@ const MaxEvidence = 32
 // Memory is a Store in memory, for tests, replay and simulate.
 type Memory struct {
 	mu       sync.Mutex
-	specs    map[string][]byte // JSON, so a caller's later change cannot reach it
+	specs    map[string]memSpec
 	evidence map[string][]vmpolicy.Evidence
 	slices   map[string]SliceState
 }
@@ -63,36 +117,82 @@ var _ Store = (*Memory)(nil)
 
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory {
-	return &Memory{specs: map[string][]byte{}, evidence: map[string][]vmpolicy.Evidence{}, slices: map[string]SliceState{}}
+	return &Memory{specs: map[string]memSpec{}, evidence: map[string][]vmpolicy.Evidence{}, slices: map[string]SliceState{}}
+}
+
+// memSpec is a SavedSpec with its spec as JSON, so a caller's later change
+// cannot reach it.
+type memSpec struct {
+	spec []byte
+	s    SavedSpec
+}
+
+// TamperSeen moves the Seen time of the saved spec of name by d, its seal
+// kept (tests of the seal).
+func (m *Memory) TamperSeen(name string, d time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.specs[name]
+	if ok {
+		ms.s.Seen = ms.s.Seen.Add(d)
+		m.specs[name] = ms
+	}
+	return ok
 }
 
 // SaveSpec implements Store.
-func (m *Memory) SaveSpec(_ context.Context, name string, spec *compute.Instance) error {
-	b, err := json.Marshal(spec)
+func (m *Memory) SaveSpec(_ context.Context, name string, spec SavedSpec) error {
+	b, err := json.Marshal(spec.Spec)
 	if err != nil {
 		return err
 	}
+	spec.Spec = nil
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.specs[name] = b
+	m.specs[name] = memSpec{spec: b, s: spec}
 	return nil
 }
 
+// Tamper rewrites the saved spec of name in place, its seal kept, as
+// someone who can write the ledger could (tests of the seal).
+func (m *Memory) Tamper(name string, f func(*compute.Instance)) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.specs[name]
+	if !ok {
+		return false
+	}
+	var in compute.Instance
+	if json.Unmarshal(ms.spec, &in) != nil {
+		return false
+	}
+	f(&in)
+	b, err := json.Marshal(&in)
+	if err != nil {
+		return false
+	}
+	ms.spec = b
+	m.specs[name] = ms
+	return true
+}
+
 // Specs implements Store.
-func (m *Memory) Specs(_ context.Context, project, zone string) (map[string]*compute.Instance, error) {
+func (m *Memory) Specs(_ context.Context, project, zone string) (map[string]SavedSpec, error) {
 	prefix := "projects/" + project + "/zones/" + zone + "/instances/"
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := map[string]*compute.Instance{}
-	for name, b := range m.specs {
+	out := map[string]SavedSpec{}
+	for name, ms := range m.specs {
 		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
 		var s compute.Instance
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := json.Unmarshal(ms.spec, &s); err != nil {
 			return nil, err
 		}
-		out[name] = &s
+		saved := ms.s
+		saved.Spec = &s
+		out[name] = saved
 	}
 	return out, nil
 }

@@ -12,6 +12,8 @@ package vmpolicy
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,11 +31,14 @@ const (
 	ActionRecreateInstances Action = "recreateInstances" // instanceGroupManagers.recreateInstances of the targets
 	ActionHeld              Action = "held"
 	ActionPrepare           Action = "prepare" // instances.setMetadata autoheal-maintenance on each target
+	// ActionReportFaulty is instances.reportHostAsFaulty of each target
+	// (IMMEDIATE, CHIP_ERROR): opt-in, Config.FaultyHosts.
+	ActionReportFaulty Action = "reportHostAsFaulty"
 )
 
 // Mutates reports whether a is a call that changes an instance.
 func (a Action) Mutates() bool {
-	return a == ActionStart || a == ActionRecreate || a == ActionRecreateInstances || a == ActionPrepare
+	return a == ActionStart || a == ActionRecreate || a == ActionRecreateInstances || a == ActionPrepare || a == ActionReportFaulty
 }
 
 // Status values of a Compute Engine instance (compute/v1 Instance.status).
@@ -56,8 +61,17 @@ type Instance struct {
 	ID      uint64 // the instance id (0 when not found)
 	Status  string
 	OptedIn bool // the opt-in label; for a vanished one, its saved spec's
-	// LastStop is lastStopTimestamp (zero when never stopped).
-	LastStop time.Time
+	// LastStop is lastStopTimestamp (zero when never stopped); LastStart
+	// lastStartTimestamp (vanished: as its saved spec recorded it): a
+	// person's stop or delete after it explains the instance's state now,
+	// whatever system event came before, and a system event before it
+	// explains nothing (Compute Engine's own clock on both sides).
+	LastStop  time.Time
+	LastStart time.Time
+	// Seen is, for a vanished instance, when its saved spec was saved with
+	// the instance RUNNING (zero: unknown): a system event dated before it
+	// did not make it vanish (an old entry, redelivered or replayed).
+	Seen time.Time
 	// AutomaticRestart is scheduling.automaticRestart: Compute Engine may
 	// start the instance again by itself after a host error.
 	AutomaticRestart bool
@@ -73,6 +87,13 @@ type Instance struct {
 	Maintenance string
 	Notified    string
 	NoPrepare   bool
+	// ReservationBound is scheduling.provisioningModel RESERVATION_BOUND:
+	// only such a VM's host can be reported faulty.
+	ReservationBound bool
+	// FaultyReported is when this project last reported its host faulty
+	// (zero: never): the VM is held until it was started after it, and
+	// only host errors after it count toward another report.
+	FaultyReported time.Time
 }
 
 // EvidenceKind says what an audit entry showed.
@@ -122,6 +143,50 @@ type Config struct {
 	// dated and still be the cause of that stop (the entry is written as
 	// the instance stops; clocks and the write differ by seconds).
 	EventSlack time.Duration
+	// FaultyHosts reports a reservation-bound VM's host faulty after this
+	// many host errors in a window (zero Count: never).
+	FaultyHosts FaultyHosts
+}
+
+// FaultyHosts is AUTOHEAL_REPORT_FAULTY_HOSTS: Count host errors within
+// Window.
+type FaultyHosts struct {
+	Count  int
+	Window time.Duration
+}
+
+// DefaultFaultyHosts is what AUTOHEAL_REPORT_FAULTY_HOSTS=true means.
+var DefaultFaultyHosts = FaultyHosts{Count: 3, Window: 7 * 24 * time.Hour}
+
+// ParseFaultyHosts parses AUTOHEAL_REPORT_FAULTY_HOSTS: "", "false" or
+// "off" (never), "true" or "on" (DefaultFaultyHosts), or COUNT/WINDOW such
+// as "3/7d" (WINDOW a Go duration, or a whole number of days with "d").
+func ParseFaultyHosts(s string) (FaultyHosts, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "false", "off":
+		return FaultyHosts{}, nil
+	case "true", "on":
+		return DefaultFaultyHosts, nil
+	}
+	c, w, ok := strings.Cut(s, "/")
+	if !ok {
+		return FaultyHosts{}, fmt.Errorf("%q: want COUNT/WINDOW such as 3/7d, true or false", s)
+	}
+	n, err := strconv.Atoi(c)
+	if err != nil || n <= 0 {
+		return FaultyHosts{}, fmt.Errorf("%q: COUNT %q is not a positive integer", s, c)
+	}
+	var window time.Duration
+	if d, ok := strings.CutSuffix(w, "d"); ok {
+		days, err := strconv.Atoi(d)
+		if err != nil || days <= 0 {
+			return FaultyHosts{}, fmt.Errorf("%q: WINDOW %q is not a positive number of days", s, w)
+		}
+		window = time.Duration(days) * 24 * time.Hour
+	} else if window, err = time.ParseDuration(w); err != nil || window <= 0 {
+		return FaultyHosts{}, fmt.Errorf("%q: WINDOW %q is not a positive duration such as 7d or 72h", s, w)
+	}
+	return FaultyHosts{Count: n, Window: window}, nil
 }
 
 // DefaultConfig are the defaults: a 5-minute restart grace (the fake and
@@ -153,9 +218,13 @@ type Decision struct {
 // Decide applies the instance decision table to a slice. Rows, in order:
 //
 //   - an instance not opted in → record;
-//   - every instance RUNNING → record;
+//   - reported faulty and not started since → held;
+//   - every instance RUNNING → record, or, with FaultyHosts, reportHostAsFaulty
+//     of a reservation-bound instance with Count host errors in Window since
+//     its last report, or prepare for a maintenance notice;
 //   - a person's stop/suspend/delete of an instance newer than the last
-//     system event about it, or SUSPENDED → held;
+//     system event about it or than its last start (vanished: than when
+//     it was last seen running), or SUSPENDED → held;
 //   - any instance in progress (PROVISIONING … DEPROVISIONING) → defer,
 //     until the stuck grace (then record: nothing of ours to do);
 //   - MIG-owned: record while the MIG repairs (within the stuck grace of
@@ -165,8 +234,9 @@ type Decision struct {
 //     (less EventSlack): defer within RestartGrace when automaticRestart is
 //     on, then start once per incident; TERMINATED otherwise (guest
 //     shutdown, a stop we have no evidence of) → held;
-//   - NOT FOUND after a system event → recreate from the saved spec, once
-//     per incident; without a spec or a system event → record.
+//   - NOT FOUND after a system event dated at or after when it was last
+//     seen running (less EventSlack) → recreate from the saved spec, once
+//     per incident; without a spec or such an event → record.
 func Decide(in Input, cfg Config) Decision {
 	if len(in.Slice) == 0 {
 		return Decision{Action: ActionRecord, Reason: "no instance observed"}
@@ -182,12 +252,31 @@ func Decide(in Input, cfg Config) Decision {
 			broken = append(broken, i)
 		}
 	}
+	for _, i := range broken {
+		// Reported faulty: the host's repair takes days; never started
+		// nor recreated until it runs again.
+		if !i.FaultyReported.IsZero() && !i.LastStart.After(i.FaultyReported) {
+			return Decision{Action: ActionHeld, Reason: fmt.Sprintf("the host of %s was reported faulty at %s: held until it is RUNNING again (the repair takes days)", i.Name, i.FaultyReported.Format(time.RFC3339))}
+		}
+	}
 	if len(broken) == 0 {
+		if d, ok := reportFaulty(in, cfg.FaultyHosts); ok {
+			return d
+		}
 		return prepare(in.Slice)
 	}
 	for _, i := range broken {
 		sys, person := latest(in.Evidence, i.Name, EvidenceSystem), latest(in.Evidence, i.Name, EvidencePerson)
-		if !person.IsZero() && !person.Before(sys) {
+		// A person's stop, suspend or delete holds the instance when it is
+		// newer than the last system event, or newer than the instance's
+		// last start (or, vanished, than when it was last seen running):
+		// then it is what the instance's state is now, and an older
+		// system event explains nothing.
+		since := i.LastStart
+		if !i.Found && i.Seen.After(since) {
+			since = i.Seen
+		}
+		if !person.IsZero() && (!person.Before(sys) || !since.IsZero() && person.After(since)) {
 			return Decision{Action: ActionHeld, Reason: fmt.Sprintf("a person stopped, suspended or deleted %s at %s: never undone", i.Name, person.Format(time.RFC3339))}
 		}
 		if i.Found && i.Status == StatusSuspended {
@@ -237,6 +326,9 @@ func Decide(in Input, cfg Config) Decision {
 		case !i.Found:
 			if sys.IsZero() {
 				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s is NOT FOUND with no system event: not ours to recreate", i.Name)}
+			}
+			if sys.Before(i.LastStart) || !i.Seen.IsZero() && sys.Before(i.Seen.Add(-cfg.EventSlack)) {
+				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s is NOT FOUND; its last system event (%s) is older than when it was last seen running (%s): not what made it vanish", i.Name, sys.Format(time.RFC3339), i.Seen.Format(time.RFC3339))}
 			}
 			if !i.HasSpec {
 				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s vanished after a system event but no spec was saved before it broke", i.Name)}
@@ -297,6 +389,43 @@ func prepare(slice []Instance) Decision {
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s: the notice is delivered to every instance", notice)}
 	}
 	return Decision{Action: ActionPrepare, Reason: fmt.Sprintf("maintenance at %s: ask the workload to checkpoint now", notice), Targets: targets}
+}
+
+// MethodHostError is the system event a faulty-host report counts.
+const MethodHostError = "compute.instances.hostError"
+
+// reportFaulty is the decision about a RUNNING slice whose reservation-bound
+// instances had fh.Count host errors within fh.Window since their last
+// report: report their hosts faulty, each once.
+func reportFaulty(in Input, fh FaultyHosts) (Decision, bool) {
+	if fh.Count <= 0 {
+		return Decision{}, false
+	}
+	var targets []string
+	n := 0
+	for _, i := range in.Slice {
+		if !i.ReservationBound {
+			continue
+		}
+		from := in.Now.Add(-fh.Window)
+		if i.FaultyReported.After(from) {
+			from = i.FaultyReported
+		}
+		count := 0
+		for _, e := range in.Evidence {
+			if e.Instance == i.Name && e.Kind == EvidenceSystem && e.Method == MethodHostError && e.Time.After(from) {
+				count++
+			}
+		}
+		if count >= fh.Count {
+			targets = append(targets, i.Name)
+			n = max(n, count)
+		}
+	}
+	if len(targets) == 0 {
+		return Decision{}, false
+	}
+	return Decision{Action: ActionReportFaulty, Reason: fmt.Sprintf("%d host errors within %s (AUTOHEAL_REPORT_FAULTY_HOSTS %d/%s): the host is reported faulty", n, fh.Window, fh.Count, fh.Window), Targets: targets}, true
 }
 
 // latest is the time of the newest evidence of kind about instance.

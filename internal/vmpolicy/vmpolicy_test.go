@@ -44,6 +44,12 @@ var (
 	}
 )
 
+func seenAt(i vmpolicy.Instance, d time.Duration) vmpolicy.Instance { i.Seen = at(d); return i }
+
+func startedAt(d time.Duration) func(*vmpolicy.Instance) {
+	return func(i *vmpolicy.Instance) { i.LastStart = at(d) }
+}
+
 func sys(name string, d time.Duration) vmpolicy.Evidence {
 	return vmpolicy.Evidence{Instance: name, Kind: vmpolicy.EvidenceSystem, Method: "compute.instances.hostError", Time: at(d)}
 }
@@ -75,6 +81,20 @@ func TestDecide(t *testing.T) {
 		{"pending is deferred", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PENDING")}, Since: t0, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
 		{"standalone stuck in progress past the grace is recorded (no call fits)",
 			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "STAGING")}, Since: t0, Now: at(time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"vanished after a system event newer than when it was last seen running is recreated",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(gone(vmA), -time.Hour)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionRecreate, []string{vmA}},
+		{"vanished, its only system event older than when it was last seen running: an old entry explains nothing",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(gone(vmA), time.Hour)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(2 * time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"vanished, a system event just before it was seen (within the slack) still explains it",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(gone(vmA), time.Minute)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(2 * time.Minute)}, vmpolicy.ActionRecreate, []string{vmA}},
+		{"vanished, a person's delete after it was last seen though an older system event is newer: held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(gone(vmA), time.Hour)}, Evidence: []vmpolicy.Evidence{person(vmA, 2*time.Hour), sys(vmA, 3*time.Hour)}, Now: at(4 * time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"terminated, a person's stop after its last start, a system event after that: held",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", startedAt(-time.Hour), stoppedAt(time.Minute))}, Evidence: []vmpolicy.Evidence{person(vmA, -time.Minute), sys(vmA, time.Minute)}, Now: at(time.Hour)}, vmpolicy.ActionHeld, nil},
+		{"terminated, a person's stop before its last start, then a host error: started",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", startedAt(-time.Hour))}, Evidence: []vmpolicy.Evidence{person(vmA, -2*time.Hour), sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionStart, []string{vmA}},
+		{"vanished, its only system event older than its last start (as saved): an old entry explains nothing",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{func() vmpolicy.Instance { i := gone(vmA); i.LastStart = at(30 * time.Second); return i }()}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Hour)}, vmpolicy.ActionRecord, nil},
 		{"terminated by a host error is started",
 			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionStart, []string{vmA}},
 		{"terminated with automaticRestart is deferred within the restart grace",
@@ -177,5 +197,73 @@ func TestDecidePrepare(t *testing.T) {
 				t.Errorf("= %s %v (%s), want %s %v", got.Action, got.Targets, got.Reason, tt.action, tt.targets)
 			}
 		})
+	}
+}
+
+func hostErrors(name string, ds ...time.Duration) []vmpolicy.Evidence {
+	var out []vmpolicy.Evidence
+	for _, d := range ds {
+		out = append(out, sys(name, d))
+	}
+	return out
+}
+
+func TestDecideFaultyHosts(t *testing.T) {
+	cfg := vmpolicy.DefaultConfig()
+	cfg.FaultyHosts = vmpolicy.FaultyHosts{Count: 3, Window: 7 * 24 * time.Hour}
+	day := 24 * time.Hour
+	reservation := func(i *vmpolicy.Instance) { i.ReservationBound = true }
+	reported := func(d time.Duration) func(*vmpolicy.Instance) {
+		return func(i *vmpolicy.Instance) { i.FaultyReported = at(d) }
+	}
+	tests := []struct {
+		name   string
+		cfg    vmpolicy.Config
+		in     vmpolicy.Input
+		action vmpolicy.Action
+	}{
+		{"three host errors in a week on a reservation-bound VM: reported",
+			cfg, vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING", reservation)}, Evidence: hostErrors(vmA, 0, day, 2*day), Now: at(2*day + time.Hour)}, vmpolicy.ActionReportFaulty},
+		{"off by default: recorded",
+			vmpolicy.DefaultConfig(), vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING", reservation)}, Evidence: hostErrors(vmA, 0, day, 2*day), Now: at(2*day + time.Hour)}, vmpolicy.ActionRecord},
+		{"two host errors: recorded",
+			cfg, vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING", reservation)}, Evidence: hostErrors(vmA, day, 2*day), Now: at(2*day + time.Hour)}, vmpolicy.ActionRecord},
+		{"three host errors, one older than the window: recorded",
+			cfg, vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING", reservation)}, Evidence: hostErrors(vmA, 0, 7*day, 8*day), Now: at(8*day + time.Hour)}, vmpolicy.ActionRecord},
+		{"not reservation-bound: recorded",
+			cfg, vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING")}, Evidence: hostErrors(vmA, 0, day, 2*day), Now: at(2*day + time.Hour)}, vmpolicy.ActionRecord},
+		{"reported already, no host error since: recorded, never a second report",
+			cfg, vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING", reservation, reported(2*day+time.Minute), startedAt(5*day))}, Evidence: hostErrors(vmA, 0, day, 2*day), Now: at(5*day + time.Hour)}, vmpolicy.ActionRecord},
+		{"reported, now TERMINATED after a host error: held, never started",
+			cfg, vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", reservation, reported(2*day), startedAt(-day), stoppedAt(2*day+time.Minute))}, Evidence: hostErrors(vmA, 0, day, 2*day, 2*day+time.Minute), Now: at(2*day + time.Hour)}, vmpolicy.ActionHeld},
+		{"reported, vanished: held, never recreated",
+			cfg, vmpolicy.Input{Slice: []vmpolicy.Instance{func() vmpolicy.Instance { i := gone(vmA); i.FaultyReported = at(2 * day); return i }()}, Evidence: hostErrors(vmA, 2*day+time.Minute), Now: at(2*day + time.Hour)}, vmpolicy.ActionHeld},
+		{"reported, started after the repair, then TERMINATED by a host error: started",
+			cfg, vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", reservation, reported(2*day), startedAt(5*day), stoppedAt(6*day))}, Evidence: hostErrors(vmA, 6*day), Now: at(6*day + time.Minute)}, vmpolicy.ActionStart},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := vmpolicy.Decide(tt.in, tt.cfg)
+			if got.Action != tt.action {
+				t.Errorf("action = %s (%s), want %s", got.Action, got.Reason, tt.action)
+			}
+		})
+	}
+}
+
+func TestParseFaultyHosts(t *testing.T) {
+	for in, want := range map[string]vmpolicy.FaultyHosts{
+		"": {}, "false": {}, "off": {}, "true": vmpolicy.DefaultFaultyHosts, "on": vmpolicy.DefaultFaultyHosts,
+		"3/7d": {Count: 3, Window: 7 * 24 * time.Hour}, "2/36h": {Count: 2, Window: 36 * time.Hour},
+	} {
+		got, err := vmpolicy.ParseFaultyHosts(in)
+		if err != nil || got != want {
+			t.Errorf("ParseFaultyHosts(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"3", "0/7d", "x/7d", "3/0d", "3/xd", "3/-1h", "yes"} {
+		if _, err := vmpolicy.ParseFaultyHosts(in); err == nil {
+			t.Errorf("ParseFaultyHosts(%q): no error", in)
+		}
 	}
 }

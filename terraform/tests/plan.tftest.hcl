@@ -517,12 +517,30 @@ run "compute_instances_role" {
   }
 
   assert {
-    condition     = sort(google_project_iam_custom_role.tpu["train-a"].permissions) == sort(jsondecode(file("${path.module}/go-contract.json")).tpu_permissions) && anytrue([for p in google_project_iam_custom_role.tpu["train-a"].permissions : startswith(p, "compute.instances.")])
-    error_message = "with compute_instances the TPU role holds every permission derived from the code, the Compute Engine instance calls' included"
+    condition     = sort(google_project_iam_custom_role.tpu["train-a"].permissions) == sort([for p in jsondecode(file("${path.module}/go-contract.json")).tpu_permissions : p if p != "compute.instances.reportHostAsFaulty"]) && anytrue([for p in google_project_iam_custom_role.tpu["train-a"].permissions : startswith(p, "compute.instances.")])
+    error_message = "with compute_instances the TPU role holds every permission derived from the code, the Compute Engine instance calls' included, but reportHostAsFaulty (report_faulty_hosts unset)"
   }
   assert {
     condition     = google_cloudfunctions2_function.autoheal.service_config[0].environment_variables["AUTOHEAL_COMPUTE_INSTANCES"] == "true"
     error_message = "compute_instances must turn the function's instance path on"
+  }
+}
+
+run "report_faulty_hosts_role" {
+  command = plan
+
+  variables {
+    compute_instances   = true
+    report_faulty_hosts = "3/7d"
+  }
+
+  assert {
+    condition     = sort(google_project_iam_custom_role.tpu["train-a"].permissions) == sort(jsondecode(file("${path.module}/go-contract.json")).tpu_permissions) && contains(google_project_iam_custom_role.tpu["train-a"].permissions, "compute.instances.reportHostAsFaulty")
+    error_message = "with report_faulty_hosts the TPU role holds compute.instances.reportHostAsFaulty too"
+  }
+  assert {
+    condition     = google_cloudfunctions2_function.autoheal.service_config[0].environment_variables["AUTOHEAL_REPORT_FAULTY_HOSTS"] == "3/7d"
+    error_message = "report_faulty_hosts must reach the function as AUTOHEAL_REPORT_FAULTY_HOSTS"
   }
 }
 

@@ -894,3 +894,17 @@ run "sweep_follow" {
 
   expect_failures = [var.sweep_follow]
 }
+
+run "report_faulty_hosts" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    report_faulty_hosts = "3/week"
+  }
+
+  expect_failures = [var.report_faulty_hosts]
+}
