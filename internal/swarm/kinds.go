@@ -37,6 +37,8 @@ const (
 	LedgerAbort          Kind = "ledger-abort"          // a ledger write fails and did nothing (an aborted transaction)
 	LedgerLostCommit     Kind = "ledger-lost-commit"    // a ledger write took effect and its answer was lost
 	Forged               Kind = "forged"                // entries from a log that is not the audit log
+	Stockout             Kind = "stockout"              // a zone or node without capacity for a while (capacity.go), or a quota refusal
+	QueueFail            Kind = "queue-fail"            // a waiting queued resource of ours SUSPENDED
 )
 
 // AllKinds is every kind, in the order they are reported.
@@ -47,6 +49,7 @@ var AllKinds = []Kind{
 	PersonDelete, PersonRecreate, PersonRelabel, PersonStop, PersonMaintenance, PersonPause, Unaudited,
 	LedgerAbort, LedgerLostCommit,
 	Forged,
+	Stockout, QueueFail,
 }
 
 // Enabled is the kinds the default run (go test ./... and CI) draws from:
