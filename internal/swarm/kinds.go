@@ -63,6 +63,12 @@ var Enabled = []Kind{
 	PersonDelete, PersonRecreate, PersonRelabel, PersonStop, PersonMaintenance, PersonPause, Unaudited,
 	LedgerAbort, LedgerLostCommit,
 	Forged,
+	Stockout, QueueFail,
+	// Stockout and QueueFail are on since the queue reads the node before
+	// its first queued resource (seed 109: our create whose operation
+	// ended in the stockout had made the node all the same) and an
+	// opt-out read while our create runs no longer closes the recovery
+	// (seed 5).
 	// PersonDelete is on since a paused look that sees the create finished
 	// (READY with our generation label) keeps that in the ledger: a
 	// person's delete during the pause, its audit entry lost, no longer
