@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 )
 
@@ -129,13 +128,12 @@ func (f *Function) issueNonce(ctx context.Context) (string, error) {
 	return n, nil
 }
 
-// followAdmitted says whether the follow message payload carries a nonce
-// the function issued and nobody took yet (taking it).
-func (f *Function) followAdmitted(ctx context.Context, payload []byte) bool {
+// followAdmitted says whether the nonce of a follow message (events.Delivery)
+// is one the function issued and nobody took yet (taking it).
+func (f *Function) followAdmitted(ctx context.Context, nonce string) bool {
 	if f.control == nil {
 		return true
 	}
-	nonce := events.FollowNonce(payload)
 	ok, err := f.control.TakeNonce(ctx, nonce, f.now())
 	switch {
 	case err != nil:

@@ -348,81 +348,85 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // It returns an error only when a retry can help (Pub/Sub then redelivers):
 // malformed, foreign and stale input is recorded and acknowledged.
 func (f *Function) HandleMessage(ctx context.Context, data []byte) error {
-	payload, _, err := events.Unwrap(data)
+	// One decode of the delivery (events.Decode): which of the three it
+	// is, and the entry. Now: an entry dated more than
+	// events.MaxFutureSkew ahead is rejected (future-timestamp), so a
+	// forged far-future entry cannot pass the stale check and put a
+	// permanent hold on a node.
+	d, err := events.Decode(data, events.Options{AllowedProjects: f.cfg.Projects, Now: f.now()})
 	if err != nil {
+		// Decode returns a *events.RejectError for every bad input;
+		// anything else is treated the same: never retried forever.
 		f.handler.Reject(ctx, data, err)
 		return nil
 	}
-	if events.IsFollow(payload) {
+	switch d.Kind {
+	case events.DeliveryFollow:
 		// A follow kick (kick.go): always acknowledged; acted on only with
 		// a nonce we issued (control.go).
-		if f.followAdmitted(ctx, payload) {
+		if f.followAdmitted(ctx, d.Nonce) {
 			f.handleFollow(ctx)
 		}
 		return nil
+	case events.DeliverySweep:
+		return f.handleSweep(ctx, data)
 	}
-	if events.IsSweep(payload) {
-		id, act, err := f.beginSweep(ctx, data) // control.go
-		if err != nil {
-			return fmt.Errorf("sweep gate: %w", err)
-		}
-		if !act {
-			return nil
-		}
-		res, err := f.handler.Sweep(ctx, remediate.SweepOptions{
-			Projects: f.cfg.Projects, Zones: f.cfg.Zones, Budget: f.cfg.SweepBudget,
-			Follow: f.follow,
-		})
-		if err != nil {
-			// A sweep is idempotent: redelivery runs it again.
-			f.diag.Error("sweep failed", "event", SweepEvent, "records", len(res.Records), "error", err.Error())
-			return fmt.Errorf("sweep (%d records before the failure): %w", len(res.Records), err)
-		}
-		f.endSweep(ctx, id)
-		f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
-			"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
-		f.sweepInstances(ctx)   // instance.go
-		f.chain(ctx, res.Chain) // kick.go
-		return nil
-	}
-	// Now: an entry dated more than events.MaxFutureSkew ahead is rejected
-	// (future-timestamp), so a forged far-future entry cannot pass the
-	// stale check and put a permanent hold on a node.
-	ev, err := events.Parse(payload, events.Options{AllowedProjects: f.cfg.Projects, Now: f.now()})
-	if err != nil {
-		// events.Parse returns a *events.RejectError for every bad
-		// input; anything else is treated the same: never retried forever.
-		f.handler.Reject(ctx, data, err)
-		return nil
-	}
+	ev := d.Event
 	if age := f.now().Sub(ev.Time); age > f.cfg.MaxEventAge {
 		return f.recordStale(ctx, ev)
 	}
-	if ev.Kind == events.KindAdminActivity {
-		// Who created or deleted a node: evidence, kept for the node's
-		// unfinished recovery, recorded and acknowledged, never acted on
-		// by itself. Only a ledger failure is retried.
-		if _, err := f.handler.Evidence(ctx, ev); err != nil {
-			return fmt.Errorf("evidence %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
-		}
-		return nil
-	}
-	if ev.Kind == events.KindInstance {
+	return events.Route(ev, events.Routes{
+		Evidence: func(ev events.Event) error {
+			// Who created or deleted a node: evidence, kept for the
+			// node's unfinished recovery, recorded and acknowledged,
+			// never acted on by itself. Only a ledger failure is retried.
+			if _, err := f.handler.Evidence(ctx, ev); err != nil {
+				return fmt.Errorf("evidence %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
+			}
+			return nil
+		},
 		// A Compute Engine instance that is not a Cloud TPU worker: the
 		// instance path (instance.go).
-		return f.handleInstance(ctx, ev)
-	}
-	if ev.Kind == events.KindZoneHint {
+		Instance: func(ev events.Event) error { return f.handleInstance(ctx, ev) },
 		// A Compute Engine entry about a TPU worker VM names no node:
 		// look at the opted-in nodes of its project and zone now.
-		return f.handleZoneHint(ctx, ev)
-	}
-	r, err := f.handler.Handle(ctx, ev)
+		ZoneHint: func(ev events.Event) error { return f.handleZoneHint(ctx, ev) },
+		Node: func(ev events.Event) error {
+			r, err := f.handler.Handle(ctx, ev)
+			if err != nil {
+				// Handle returns only transient failures.
+				return fmt.Errorf("handle %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
+			}
+			f.kickAfter(ctx, r) // kick.go
+			return nil
+		},
+	})
+}
+
+// handleSweep runs the sweep a sweep request asks for, unless the sweep
+// gate says one ran too recently (control.go).
+func (f *Function) handleSweep(ctx context.Context, data []byte) error {
+	id, act, err := f.beginSweep(ctx, data) // control.go
 	if err != nil {
-		// Handle returns only transient failures.
-		return fmt.Errorf("handle %s of %s: %w", ev.InsertID, ev.Node.Name(), err)
+		return fmt.Errorf("sweep gate: %w", err)
 	}
-	f.kickAfter(ctx, r) // kick.go
+	if !act {
+		return nil
+	}
+	res, err := f.handler.Sweep(ctx, remediate.SweepOptions{
+		Projects: f.cfg.Projects, Zones: f.cfg.Zones, Budget: f.cfg.SweepBudget,
+		Follow: f.follow,
+	})
+	if err != nil {
+		// A sweep is idempotent: redelivery runs it again.
+		f.diag.Error("sweep failed", "event", SweepEvent, "records", len(res.Records), "error", err.Error())
+		return fmt.Errorf("sweep (%d records before the failure): %w", len(res.Records), err)
+	}
+	f.endSweep(ctx, id)
+	f.diag.Info(fmt.Sprintf("sweep: %d opted-in nodes looked at, %d records", res.Nodes, len(res.Records)),
+		"event", SweepEvent, "nodes", res.Nodes, "records", len(res.Records), "complete", res.Complete, "unlisted", len(res.Errors))
+	f.sweepInstances(ctx)   // instance.go
+	f.chain(ctx, res.Chain) // kick.go
 	return nil
 }
 

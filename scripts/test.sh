@@ -150,6 +150,7 @@ fuzz() {
 fuzz FuzzParse ./internal/events
 fuzz FuzzReader ./internal/events
 fuzz FuzzFastParse ./internal/events
+fuzz FuzzDecode ./internal/events
 fuzz FuzzReader ./internal/report
 FUZZTIME=${FUZZTIME:-30000x} fuzz FuzzDecideMaintenance ./internal/policy
 

@@ -422,36 +422,41 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output,
 				}
 			}
 			var r remediate.Record
-			var err error
-			if it.Event.Kind == events.KindAdminActivity {
+			var printErr error
+			err := events.Route(it.Event, events.Routes{
 				// Who created or deleted a node: evidence, kept for the
 				// node's unfinished recovery and recorded as the function
 				// does, never acted on by itself.
-				r, err = h.Evidence(ctx, it.Event)
-			} else if it.Event.Kind == events.KindInstance {
+				Evidence: func(ev events.Event) (err error) { r, err = h.Evidence(ctx, ev); return err },
 				// A Compute Engine TPU VM's entry: the instance path is
 				// the function's (AUTOHEAL_COMPUTE_ENDPOINT); replay
 				// records it without acting.
-				r = h.Skip(ctx, it.Event, "instance event: replay does not run the Compute Engine backend yet")
-			} else if it.Event.Kind == events.KindZoneHint {
+				Instance: func(ev events.Event) error {
+					r = h.Skip(ctx, ev, "instance event: replay does not run the Compute Engine backend yet")
+					return nil
+				},
 				// A Compute Engine entry about a TPU worker VM: look at
 				// the opted-in nodes of its zone now. Each node's
 				// decision (a prepare, a recreate) is a row of its own,
 				// then the entry's own record.
-				var res remediate.SweepResult
-				res, err = h.HandleZoneHint(ctx, it.Event)
-				if n := len(res.Records); n > 0 {
-					r = res.Records[n-1]
-					for _, nr := range res.Records[:n-1] {
-						nl := lineOf(nr, events.Event{Time: it.Event.Time, Cause: it.Event.Cause})
-						nl.uncounted = true // one entry, counted once
-						if err := p.print(nl); err != nil {
-							return st, fmt.Errorf("write output: %w", err)
+				ZoneHint: func(ev events.Event) error {
+					res, err := h.HandleZoneHint(ctx, ev)
+					if n := len(res.Records); n > 0 {
+						r = res.Records[n-1]
+						for _, nr := range res.Records[:n-1] {
+							nl := lineOf(nr, events.Event{Time: ev.Time, Cause: ev.Cause})
+							nl.uncounted = true // one entry, counted once
+							if printErr = p.print(nl); printErr != nil {
+								return nil
+							}
 						}
 					}
-				}
-			} else {
-				r, err = h.Handle(ctx, it.Event)
+					return err
+				},
+				Node: func(ev events.Event) (err error) { r, err = h.Handle(ctx, ev); return err },
+			})
+			if printErr != nil {
+				return st, fmt.Errorf("write output: %w", printErr)
 			}
 			l = lineOf(r, it.Event)
 			if err != nil {

@@ -77,6 +77,12 @@ type fastEntry struct {
 	maintStatus, maintType            span
 	windowStart, windowEnd, latestWin span
 	canReschedule, upcoming           span
+
+	// Of our own control messages (delivery.go): the value of the last
+	// member named exactly "autoheal", and the nonce as FollowNonce reads it.
+	autoheal span // raw; lo == hi when absent
+	nonce    str
+	nonceBad bool // a nonce that is not a string: FollowNonce's ""
 }
 
 type scanner struct {
@@ -306,6 +312,9 @@ func (s *scanner) top() bool {
 	if len(s.b) > math.MaxInt32 {
 		return false
 	}
+	if decodeHook != nil {
+		decodeHook(decoderScanner, s.b)
+	}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return false
@@ -425,6 +434,8 @@ const (
 	memLatestWindowStartTime
 	memCanReschedule
 	memUpcomingMaintenance
+	memAutoheal // a control message's word (delivery.go)
+	memNonce    // a follow kick's nonce (delivery.go)
 )
 
 type fieldName struct {
@@ -440,7 +451,8 @@ type fieldName struct {
 var fieldNames = [...][]fieldName{
 	levelTop: {{"protoPayload", memProtoPayload}, {"insertId", memInsertID}, {"resource", memResource},
 		{"timestamp", memTimestamp}, {"logName", memLogName}, {"receiveTimestamp", memReceiveTimestamp},
-		{"severity", memOther}, {"message", memMessage}, {"specversion", memSpecversion}},
+		{"severity", memOther}, {"message", memMessage}, {"specversion", memSpecversion},
+		{"autoheal", memAutoheal}, {"nonce", memNonce}},
 	levelResource: {{"type", memType}, {"labels", memLabels}},
 	levelProto: {{"@type", memOther}, {"status", memOther}, {"serviceName", memServiceName}, {"methodName", memMethodName},
 		{"resourceName", memResourceName}, {"authenticationInfo", memAuthenticationInfo}, {"metadata", memMetadata}},
@@ -518,6 +530,31 @@ func (s *scanner) member(lv level, f memberID, k str) bool {
 		return s.skip()
 	case memSpecversion:
 		return false // a structured CloudEvent
+	case memAutoheal:
+		// isControl reads the member by its exact name (a map key), not
+		// folded as the wire struct's names are.
+		if string(s.b[k.s.lo:k.s.hi]) != "autoheal" {
+			return s.skip()
+		}
+		lo := s.i
+		if !s.skip() {
+			return false
+		}
+		e.autoheal = span{int32(lo), int32(s.i)}
+		return true
+	case memNonce:
+		// As encoding/json into FollowNonce's struct: a string sets it,
+		// null leaves it, anything else makes FollowNonce answer "".
+		switch s.b[s.i] {
+		case '"':
+			v, ok := s.str()
+			e.nonce = v
+			return ok
+		case 'n':
+			return s.null()
+		}
+		e.nonceBad = true
+		return s.skip()
 	case memInsertID:
 		if s.b[s.i] == 'n' {
 			e.hasInsertID = false

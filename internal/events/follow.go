@@ -33,6 +33,9 @@ func FollowNonce(payload []byte) string {
 	var m struct {
 		Nonce string `json:"nonce"`
 	}
+	if decodeHook != nil {
+		decodeHook(decoderJSON, payload)
+	}
 	if json.Unmarshal(payload, &m) != nil {
 		return ""
 	}

@@ -349,6 +349,9 @@ func decodeObject(data []byte) (wire, error) {
 			return w, reject(CodeNotObject, "", "a JSON %s is not a LogEntry object", jsonKind(trimmed[0]))
 		}
 	}
+	if decodeHook != nil {
+		decodeHook(decoderJSON, data)
+	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		return w, jsonReject(err) // empty input included
 	}
@@ -405,21 +408,30 @@ func jsonType(goType string) string {
 // unchanged with nil attributes and no error. Unwrap applies no size limit
 // of its own: callers hold data in memory already, and Parse bounds it.
 func Unwrap(data []byte) (payload []byte, attrs map[string]string, err error) {
+	payload, attrs, _, err = unwrap(data)
+	return payload, attrs, err
+}
+
+// unwrap is Unwrap, also saying whether data was an envelope.
+func unwrap(data []byte) (payload []byte, attrs map[string]string, isEnv bool, err error) {
 	var probe struct {
 		Message     json.RawMessage `json:"message"`
 		Specversion json.RawMessage `json:"specversion"`
 		Data        json.RawMessage `json:"data"`
 		DataBase64  json.RawMessage `json:"data_base64"`
 	}
+	if decodeHook != nil {
+		decodeHook(decoderJSON, data)
+	}
 	if json.Unmarshal(data, &probe) != nil {
-		return data, nil, nil
+		return data, nil, false, nil
 	}
 	w := wire{Message: probe.Message, Specversion: probe.Specversion, Data: probe.Data, DataBase64: probe.DataBase64}
-	payload, attrs, _, isEnv, err := unwrapWire(w, -1)
+	payload, attrs, _, isEnv, err = unwrapWire(w, -1)
 	if !isEnv {
-		return data, nil, nil
+		return data, nil, false, nil
 	}
-	return payload, attrs, err
+	return payload, attrs, true, err
 }
 
 // unwrapMessage decodes an envelope's message; max < 0 means no limit.
@@ -525,6 +537,9 @@ func IsSweep(payload []byte) bool { return isControl(payload, "sweep") }
 func isControl(payload []byte, word string) bool {
 	if len(payload) > 4<<10 {
 		return false // a control message is about 20 bytes; do not parse big input.
+	}
+	if decodeHook != nil {
+		decodeHook(decoderJSON, payload)
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(payload, &m) != nil {

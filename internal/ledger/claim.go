@@ -78,7 +78,7 @@ func claim(n nodeLedger, inFlightOthers int, req remediate.ClaimRequest) (nodeLe
 		// memory and are kept; only the claim changes hands. The guards are
 		// not re-checked: finishing a recovery already started is never
 		// worse than leaving the node deleted.
-		t := cloneRecovery(*r)
+		t := upgradeRecovery(cloneRecovery(*r)) // legacy.go: the memory store's read
 		t.Holder = req.Holder
 		t.Attempts++
 		t.LeaseUntil = req.Now.Add(lease)

@@ -230,7 +230,7 @@ func (d recoveryDoc) recovery() (remediate.Recovery, error) {
 	if rec.Action == remediate.ActionReset && rec.ResetOp == "" {
 		rec.ResetOp, rec.CreateOp = rec.CreateOp, ""
 	}
-	return rec, nil
+	return upgradeRecovery(rec), nil // legacy.go
 }
 
 func fromSnapshot(s *firestore.DocumentSnapshot) (nodeLedger, error) {

@@ -166,3 +166,81 @@ func BenchmarkFirestoreSweepRead(b *testing.B) {
 		}
 	})
 }
+
+// Recoveries written by older versions, as documents: phases of before
+// Step, and no deleteSent field at all. Every read converts them to today's
+// shape (legacy.go), so the state machine is handed only phases it writes.
+func TestFirestoreReadsOldShapeRecoveriesInTodaysShape(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	spec := `{"acceleratorType":"v4-8","labels":{"tpu-autoheal":"enabled"}}`
+	const op = "projects/proj-a/locations/us-central2-b/operations/operation-7"
+	tests := []struct {
+		name           string
+		doc            map[string]any // beyond what every row has
+		wantAction     remediate.Action
+		wantPhase      remediate.Phase
+		wantDeleteSent bool
+	}{
+		{"a recreate saved before deleteSent existed, with its delete's operation, is deleting with its delete sent",
+			map[string]any{"action": "recreate", "phase": "saved", "deleteOp": op}, remediate.ActionRecreate, remediate.PhaseDeleting, true},
+		{"a recreate creating before deleteSent existed has its delete sent",
+			map[string]any{"action": "recreate", "phase": "creating", "createOp": op}, remediate.ActionRecreate, remediate.PhaseCreating, true},
+		{"a recreate saved without a delete stays saved",
+			map[string]any{"action": "recreate", "phase": "saved"}, remediate.ActionRecreate, remediate.PhaseSaved, false},
+		{"a reset saved before Step as creating is resetting",
+			map[string]any{"action": "reset", "phase": "creating", "createOp": op, "queuedResource": "projects/proj-a/locations/us-central2-b/queuedResources/qr"},
+			remediate.ActionReset, remediate.PhaseResetting, false},
+		{"a reset saved before Step as deleted is resetting",
+			map[string]any{"action": "reset", "phase": "deleted", "queuedResource": "projects/proj-a/locations/us-central2-b/queuedResources/qr"},
+			remediate.ActionReset, remediate.PhaseResetting, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prefix := fmt.Sprintf("oldshape%d_", collectionSeq.Add(1))
+			node := fmt.Sprintf("projects/proj-a/locations/us-central2-b/nodes/old-%d", i)
+			doc := map[string]any{"node": node, "project": "proj-a", "spec": spec,
+				"generation": 1, "holder": "gone", "leaseUntil": t0.Add(time.Minute), "leaseMillis": int64(60000), "attempts": 1,
+				"startedAt": t0, "updatedAt": t0, "unfinished": true}
+			for k, v := range tt.doc {
+				doc[k] = v
+			}
+			if _, err := c.Collection(prefix+ledger.CollectionRecoveries).Doc(fmt.Sprintf("projects~proj-a~locations~us-central2-b~nodes~old-%d", i)).Set(ctx, doc); err != nil {
+				t.Fatalf("write the old document: %v", err)
+			}
+			s := ledger.NewFirestore(c, ledger.WithPrefix(prefix))
+			check := func(read string, got *remediate.Recovery) {
+				t.Helper()
+				if got == nil {
+					t.Fatalf("%s: no recovery", read)
+				}
+				if got.Action != tt.wantAction || got.Phase != tt.wantPhase || got.DeleteSent != tt.wantDeleteSent {
+					t.Errorf("%s: %s phase %s DeleteSent %v; want %s phase %s DeleteSent %v",
+						read, got.Action, got.Phase, got.DeleteSent, tt.wantAction, tt.wantPhase, tt.wantDeleteSent)
+				}
+			}
+			h, err := s.History(ctx, node, "proj-a", "", t0, 24*time.Hour)
+			if err != nil {
+				t.Fatalf("History: %v", err)
+			}
+			check("History", h.Recovery)
+			un, err := s.Unfinished(ctx)
+			if err != nil || len(un) != 1 {
+				t.Fatalf("Unfinished = %d recoveries, %v; want 1", len(un), err)
+			}
+			check("Unfinished", &un[0])
+			hs, err := s.Histories(ctx, []string{node}, "proj-a", t0, 24*time.Hour)
+			if err != nil {
+				t.Fatalf("Histories: %v", err)
+			}
+			check("Histories", hs[node].Recovery)
+			r, err := s.Claim(ctx, remediate.ClaimRequest{Node: node, Project: "proj-a", Holder: "h2", Now: t0.Add(time.Hour),
+				Action: tt.wantAction, Config: remediate.DefaultConfig()})
+			if err != nil {
+				t.Fatalf("takeover Claim: %v", err)
+			}
+			check("takeover claim", &r)
+		})
+	}
+}

@@ -199,7 +199,7 @@ func (m *Memory) History(ctx context.Context, node, project, eventID string, now
 	}
 	if n := m.nodes[node]; n != nil {
 		if n.Latest != nil {
-			r := cloneRecovery(*n.Latest)
+			r := upgradeRecovery(cloneRecovery(*n.Latest)) // legacy.go
 			h.Recovery = &r
 		}
 		h.Recreates = recreatesWithin(n.Recreates, now, window)
@@ -280,7 +280,7 @@ func (m *Memory) Unfinished(ctx context.Context) ([]remediate.Recovery, error) {
 	var out []remediate.Recovery
 	for _, n := range m.nodes {
 		if n.Latest != nil && n.Latest.Unfinished() {
-			out = append(out, cloneRecovery(*n.Latest))
+			out = append(out, upgradeRecovery(cloneRecovery(*n.Latest))) // legacy.go
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })

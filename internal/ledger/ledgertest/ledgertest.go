@@ -113,6 +113,7 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 	runGuards(t, newStore, opts)
 	runFollower(t, newStore, opts) // follower.go
 	runEvidence(t, newStore)       // evidence.go
+	runOldShapes(t, newStore)      // oldshape.go
 
 	t.Run("event is first only once", func(t *testing.T) {
 		s := newStore(t)
