@@ -171,9 +171,12 @@ func decide(ev events.Event, obs Observed, h History, now time.Time, cfg Config)
 	}
 	// A recovery whose delete was sent owns every outcome of it: a read
 	// that shows the node opted out, healthy, stopped or held never closes
-	// it here; Advance judges the read with the delete's verdict.
+	// it here; Advance judges the read with the delete's verdict. So does
+	// one whose create is under way: a node opted out while our create
+	// runs is gone again when the create fails (a stockout), and closing
+	// on the opt-out would lose it.
 	deleteSentOurs := ours && deleteSent(*rec)
-	if (labels[cfg.LabelKey] != cfg.LabelValue || cfg.LabelKey == "") && !(ours && node != nil && deleteUnresolved(*rec)) {
+	if (labels[cfg.LabelKey] != cfg.LabelValue || cfg.LabelKey == "") && !(ours && node != nil && (deleteUnresolved(*rec) || createUnresolved(*rec, cfg))) {
 		why := fmt.Sprintf("not opted in: label %s=%s missing", cfg.LabelKey, cfg.LabelValue)
 		if v, ok := labels[cfg.LabelKey]; ok {
 			why += fmt.Sprintf(" (has %s=%s)", cfg.LabelKey, v)
@@ -554,4 +557,10 @@ func roundDur(d time.Duration) time.Duration {
 		return d.Round(time.Minute)
 	}
 	return d.Round(time.Second)
+}
+
+// createUnresolved: rec's create of a node it saved opted in was sent and
+// has no verdict yet (phase creating).
+func createUnresolved(rec Recovery, cfg Config) bool {
+	return rec.Phase == PhaseCreating && rec.Spec != nil && cfg.LabelKey != "" && rec.Spec.Labels[cfg.LabelKey] == cfg.LabelValue
 }

@@ -169,6 +169,13 @@ func startQueue(rec Recovery, validFor time.Duration, now time.Time, cfg Config)
 		}
 	}
 	rec.Phase, rec.QueuedResource, rec.NextLookAt, rec.GoneAt = PhaseQueueCreating, q.Name, time.Time{}, time.Time{}
+	if first {
+		// The node is read before the first queued resource is asked for:
+		// an earlier create of ours whose operation said it failed may
+		// have made it all the same, and a queued resource beside it
+		// would be a second node of one name.
+		return rec, Effect{Kind: EffectGet, Target: rec.Node}
+	}
 	qr, spec, warnings := queuedResourceFor(rec, parent, nodeID, cfg)
 	return rec, Effect{Kind: EffectCreateQR, Target: q.Name, Spec: spec, QueuedResource: qr, Warnings: warnings}
 }
@@ -287,9 +294,20 @@ func advanceQueueCreating(rec Recovery, obs Observation, res StepResult, now tim
 		return next, Effect{Kind: EffectGetQR, Target: next.Queue.Name}
 	case handled:
 		return next, eff
+	case res.Effect == EffectGet && res.Err != nil:
+		return fail(rec, "get", res.Err, now, cfg)
+	case res.Effect == EffectGet && obs.Node != nil && ourGeneration(rec, obs.Node):
+		// An earlier create of ours made the node: not queued.
+		rec.Queue, rec.QueuedResource, rec.Phase = nil, "", PhaseCreated
+		if Healthy(obs.Node) {
+			return recovered(rec, obs.Node), Effect{}
+		}
+		return wait(rec, now, cfg, "node is "+Describe(obs.Node)+": an earlier create of ours made it; not queued", false)
+	case res.Effect == EffectGet && obs.Node != nil:
+		return CloseRecovery(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else before it was queued; left as it is", Describe(obs.Node), GenerationLabel, rec.Generation)), Effect{}
 	case res.Effect == EffectGetQR && res.Err != nil:
 		return fail(rec, "get-queued-resource", res.Err, now, cfg)
-	case res.Effect == EffectGetQR && obs.QueuedResource == nil:
+	case res.Effect == EffectGet || res.Effect == EffectGetQR && obs.QueuedResource == nil:
 		// Never created (or its create is not seen yet): create it, by
 		// the same name; one that lands meanwhile makes it ALREADY_EXISTS.
 		parent, _, _, nodeID, _ := ParseNodeName(rec.Node)
@@ -387,9 +405,20 @@ func advanceQueueDeleting(rec Recovery, obs Observation, res StepResult, now tim
 		return queueDeleted(next, now, cfg)
 	case handled:
 		return next, eff
+	case res.Effect == EffectGet && res.Err != nil:
+		return fail(rec, "get", res.Err, now, cfg)
+	case res.Effect == EffectGet && obs.Node != nil && ourGeneration(rec, obs.Node):
+		// An earlier create of ours made the node: not queued.
+		rec.Queue, rec.QueuedResource, rec.Phase = nil, "", PhaseCreated
+		if Healthy(obs.Node) {
+			return recovered(rec, obs.Node), Effect{}
+		}
+		return wait(rec, now, cfg, "node is "+Describe(obs.Node)+": an earlier create of ours made it; not queued", false)
+	case res.Effect == EffectGet && obs.Node != nil:
+		return CloseRecovery(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else before it was queued; left as it is", Describe(obs.Node), GenerationLabel, rec.Generation)), Effect{}
 	case res.Effect == EffectGetQR && res.Err != nil:
 		return fail(rec, "get-queued-resource", res.Err, now, cfg)
-	case res.Effect == EffectGetQR && obs.QueuedResource == nil:
+	case res.Effect == EffectGet || res.Effect == EffectGetQR && obs.QueuedResource == nil:
 		return queueDeleted(rec, now, cfg)
 	case res.Effect == EffectGetQR && qrState(obs.QueuedResource) == "DELETING":
 		return wait(rec, now, cfg, "queued resource "+rec.Queue.Name+" still DELETING", true)

@@ -41,6 +41,12 @@ func TestQueueTransitions(t *testing.T) {
 	}{
 		{"a create's answer lost: read back by its name", queuedRec(PhaseQueueCreating, time.Hour), Observation{},
 			StepResult{Effect: EffectCreateQR, Err: &Error{Kind: KindTransient, Err: errors.New("lost")}}, PhaseQueueCreating, EffectNone},
+		{"the node read before the first queue: our earlier create made it READY: recovered, not queued (swarm seed 109)", queuedRec(PhaseQueueCreating, time.Hour),
+			Observation{Node: gen3}, StepResult{Effect: EffectGet}, PhaseRecovered, EffectNone},
+		{"the node read before the first queue: NOT FOUND: the queued resource created", queuedRec(PhaseQueueCreating, time.Hour),
+			Observation{}, StepResult{Effect: EffectGet}, PhaseQueueCreating, EffectCreateQR},
+		{"the node read before the first queue: someone else's: closed, not queued", queuedRec(PhaseQueueCreating, time.Hour),
+			Observation{Node: &tpu.Node{Name: queueNode, State: "READY", Health: "HEALTHY"}}, StepResult{Effect: EffectGet}, PhaseClosed, EffectNone},
 		{"after the lost answer, NOT FOUND: created again by the same name", queuedRec(PhaseQueueCreating, time.Hour), Observation{},
 			StepResult{Effect: EffectGetQR}, PhaseQueueCreating, EffectCreateQR},
 		{"ALREADY_EXISTS: ours landed, read it", queuedRec(PhaseQueueCreating, time.Hour), Observation{},
@@ -128,6 +134,10 @@ func TestQueueStartsAfterTheStockoutsVerdictWithTierAndCap(t *testing.T) {
 			rec := Recovery{Node: queueNode, Action: ActionRecreate, Phase: PhaseCreating, Generation: 3, StartedAt: queueNow.Add(-time.Hour), CreateOp: "op-c",
 				Spec: &tpu.Node{AcceleratorType: "v4-8", RuntimeVersion: "r", SchedulingConfig: tt.scheduling, Metadata: map[string]string{StockoutMetadataKey: tt.value}}}
 			got, eff := Advance(rec, Observation{}, StepResult{Effect: EffectPoll, Done: true, Err: stockout}, queueNow, DefaultConfig())
+			if got.Phase != PhaseQueueCreating || eff.Kind != EffectGet || eff.Target != queueNode {
+				t.Fatalf("Advance = %s %q, want queue-creating and the node read first", got.Phase, eff.Kind)
+			}
+			got, eff = Advance(got, Observation{}, StepResult{Effect: EffectGet}, queueNow, DefaultConfig())
 			if got.Phase != PhaseQueueCreating || eff.Kind != EffectCreateQR || got.Stockouts != 1 {
 				t.Fatalf("Advance = %s %q (stockouts %d), want queue-creating, create-queued-resource, the stockout counted", got.Phase, eff.Kind, got.Stockouts)
 			}

@@ -27,6 +27,7 @@ type budget struct {
 	n      int
 	cut    bool
 	cancel context.CancelFunc
+	qr     qrCounter
 }
 
 // start begins a delivery whose context cancel cancels.
@@ -84,7 +85,11 @@ func (t budgetTPU) CreateNode(ctx context.Context, parent, nodeID string, node *
 	if !t.b.take() {
 		return "", errBudget
 	}
-	return t.TPU.CreateNode(ctx, parent, nodeID, node)
+	op, err := t.TPU.CreateNode(ctx, parent, nodeID, node)
+	if remediate.KindOf(err).Exhausted() {
+		t.b.countRefused(parent + "/nodes/" + nodeID)
+	}
+	return op, err
 }
 
 func (t budgetTPU) GetOperation(ctx context.Context, operation string) (bool, error) {
@@ -112,6 +117,7 @@ func (t budgetTPU) CreateQueuedResource(ctx context.Context, parent, id string, 
 	if !t.b.take() {
 		return "", errBudget
 	}
+	t.b.countQR(q)
 	return t.TPU.CreateQueuedResource(ctx, parent, id, q)
 }
 

@@ -35,6 +35,7 @@ func (w *world) check(ctx context.Context) {
 	}
 	recs := w.rec.all()
 	audit := w.fake.AuditLog()
+	gens := map[string]int{}
 	for _, name := range NodeNames {
 		n := fleet[name]
 		var mine []remediate.Record
@@ -97,13 +98,14 @@ func (w *world) check(ctx context.Context) {
 		if h, err := w.store.History(ctx, name, Project, "", w.clock.now(), 0); err == nil && h.Recovery != nil {
 			gen = h.Recovery.Generation
 		}
+		gens[name] = gen
 		if ourCreates > gen {
 			v("%s created %d times by %d recoveries", short(name), ourCreates, gen)
 		}
 
 		// No call repeated without a bound.
-		if m := w.count(mutatingRPCs, name); m > maxMutationsPerNode {
-			v("%s: %d mutating calls, want at most %d", short(name), m, maxMutationsPerNode)
+		if m, refused := w.count(mutatingRPCs, name), w.refusedCreates(name); m > maxMutationsPerNode+refused {
+			v("%s: %d mutating calls (%d creates refused for capacity or quota), want at most %d and those", short(name), m, refused, maxMutationsPerNode)
 		}
 		if g, bound := w.fake.Count("nodes.get", name), maxGetsBase+maxGetsPerSweep*w.res.Sweeps; g > bound {
 			v("%s: %d reads in %d sweeps, want at most %d", short(name), g, w.res.Sweeps, bound)
@@ -117,6 +119,7 @@ func (w *world) check(ctx context.Context) {
 			v("a sweep listed %s %d times (%d pages), want at most %d", zone, got, pages, pages+listSlack)
 		}
 	}
+	w.checkCapacity(gens)
 	w.res.Violations = append(w.res.Violations, w.cut...)
 	// Nothing acted on from an inauthentic entry.
 	w.res.Violations = append(w.res.Violations, w.forgedActed...)

@@ -59,6 +59,11 @@ type Plan struct {
 	// SweepEvery is how often Cloud Scheduler's sweep comes; AuditDelay how
 	// long after an act its audit entry reaches the function.
 	SweepEvery, AuditDelay time.Duration
+	// Stockouts and QueueFails are the capacity faults (capacity.go);
+	// Fallback each node's metadata autoheal-stockout (absent: none).
+	Stockouts  []CapFault
+	QueueFails []QueueSuspend
+	Fallback   map[string]string
 }
 
 // TimedAct is a person's act at At after the start.
@@ -99,7 +104,7 @@ var forgedVariants = []string{
 
 // Faults is how many faults the plan injects.
 func (p Plan) Faults() int {
-	return len(p.Rules) + len(p.Acts) + len(p.Ledger) + len(p.Forged) + len(p.Pauses)
+	return len(p.Rules) + len(p.Acts) + len(p.Ledger) + len(p.Forged) + len(p.Pauses) + len(p.Stockouts) + len(p.QueueFails)
 }
 
 // String is the plan, one fault a line: what a failing seed prints.
@@ -125,6 +130,17 @@ func (p Plan) String() string {
 	}
 	for _, ps := range p.Pauses {
 		fmt.Fprintf(&b, "\n  [%s] %s", PersonPause, ps)
+	}
+	for _, s := range p.Stockouts {
+		fmt.Fprintf(&b, "\n  [%s] %s", Stockout, s)
+	}
+	for _, q := range p.QueueFails {
+		fmt.Fprintf(&b, "\n  [%s] %s", QueueFail, q)
+	}
+	for _, n := range NodeNames {
+		if f, ok := p.Fallback[n]; ok {
+			fmt.Fprintf(&b, "\n  %s: autoheal-stockout=%s", short(n), f)
+		}
 	}
 	return b.String()
 }
@@ -247,6 +263,7 @@ func NewPlan(seed uint64, kinds []Kind) Plan {
 			})
 		}
 	}
+	p.drawCapacity(r, has)
 	return p
 }
 

@@ -14,6 +14,9 @@ const baseKinds = "ambiguous-create,ambiguous-maintenance,ambiguous-patch,errors
 // person-recreate seeds of the first runs were found with.
 const oldPeople = "ambiguous-create,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-skip,person-maintenance,person-recreate,person-relabel,unaudited"
 
+// capKinds is every kind when stockout and queue-fail went on.
+const capKinds = "ambiguous-create,ambiguous-delete,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-empty,page-loop,page-repeat,page-skip,person-delete,person-maintenance,person-pause,person-recreate,person-relabel,person-stop,queue-fail,stockout,unaudited"
+
 // TestSwarmRegressions replays seeds that once broke an invariant, each
 // with the exact kinds it was found with.
 func TestSwarmRegressions(t *testing.T) {
@@ -35,6 +38,8 @@ func TestSwarmRegressions(t *testing.T) {
 			"our create READY while its zone was paused, then a person's unaudited delete: NOT FOUND in phase creating after the resume made the node a second time"},
 		{2197, "ambiguous-create,ambiguous-delete,ambiguous-maintenance,ambiguous-patch,errors,forged,lag,ledger-abort,ledger-lost-commit,page-empty,page-loop,page-repeat,page-skip,person-delete,person-maintenance,person-pause,person-recreate,person-relabel,person-stop,unaudited",
 			"a person deletes and recreates the node while our delete is refused: the recovery closed \"our delete did not happen\" without naming the person's delete and create"},
+		{109, capKinds, "our create's operation ended in the stockout but the node was made all the same: queued beside it, then abandoned with the node READY"},
+		{5, capKinds, "a person opts the node out while our create runs, then the create ends in a stockout: the recovery closed on the opt-out and the node, gone, was lost"},
 	} {
 		t.Run(fmt.Sprint(tc.seed), func(t *testing.T) {
 			kinds, err := ParseKinds(tc.kinds)

@@ -17,6 +17,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/function"
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
+	"github.com/tpu-autoheal/autoheal/internal/policy"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
@@ -144,6 +145,8 @@ type world struct {
 	nacked         int
 	budget         *budget
 	cut            []string // deliveries cut at the call budget
+	cap            capacity
+	maxRequeues    int
 }
 
 // Run runs seed with opts to quiescence and checks the invariants.
@@ -172,7 +175,11 @@ func newWorld(ctx context.Context, p Plan, opts Options, res *Result) (*world, e
 		if slices.Contains(p.Broken, name) {
 			state, health = "TERMINATED", "UNHEALTHY_MAINTENANCE"
 		}
-		nodes = append(nodes, nodeSpec(name, state, health))
+		n := nodeSpec(name, state, health)
+		if f, ok := p.Fallback[name]; ok {
+			n.Metadata[policy.StockoutMetadataKey] = f
+		}
+		nodes = append(nodes, n)
 	}
 	fake := tpufake.New(tpufake.Fleet{Nodes: nodes},
 		tpufake.WithClock(c.now), tpufake.WithAuditLog(1<<16), tpufake.WithPageSize(2),
@@ -228,7 +235,8 @@ func newWorld(ctx context.Context, p Plan, opts Options, res *Result) (*world, e
 		fake.Close()
 		return nil, err
 	}
-	w := &world{plan: p, clock: c, fake: fake, fn: fn, store: plain, rec: rec, res: res, budget: b, listPerSweep: map[string]int{}}
+	w := &world{plan: p, clock: c, fake: fake, fn: fn, store: plain, rec: rec, res: res, budget: b, listPerSweep: map[string]int{},
+		maxRequeues: cfg.MaxRequeues}
 	c.set(t0.Add(10 * time.Second))
 	for i, n := range p.Broken {
 		w.queue = append(w.queue, delivery{at: c.now(), data: terminateEntry(fmt.Sprintf("terminate-%d", i), n, t0, "system@google.com",
@@ -283,6 +291,7 @@ func (w *world) drive(ctx context.Context) {
 	for _, ps := range w.plan.Pauses {
 		lastAct = max(lastAct, ps.At+ps.For)
 	}
+	lastAct = max(lastAct, w.plan.lastCapacityAt())
 	paused := make([]bool, len(w.plan.Pauses))
 	resumed := make([]bool, len(w.plan.Pauses))
 	quietFrom := t0.Add(max(30*time.Minute, lastAct+20*time.Minute))
@@ -299,6 +308,7 @@ func (w *world) drive(ctx context.Context) {
 				w.pause(ctx, ps, false)
 			}
 		}
+		w.stepCapacity(now)
 		w.queueAudit()
 		w.deliverDue(ctx, now)
 		if !now.Before(nextSweep) {
@@ -381,7 +391,7 @@ func (w *world) unfinished(ctx context.Context, before time.Time) string {
 	}
 	var s []string
 	for _, r := range recs {
-		if r.StartedAt.Before(before) {
+		if r.StartedAt.Before(before.Add(-max(policy.RecoveryCap(r)-policy.MaxRecoveryAge, 0))) {
 			s = append(s, fmt.Sprintf("%s in phase %s (attempts %d, started +%v, next look +%v)", short(r.Node), r.Phase, r.Attempts, r.StartedAt.Sub(t0), r.NextLookAt.Sub(t0)))
 		}
 	}
