@@ -30,6 +30,7 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
+	"github.com/tpu-autoheal/autoheal/internal/policy"
 	"github.com/tpu-autoheal/autoheal/internal/record"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
@@ -449,20 +450,8 @@ func (f *Function) handleSweep(ctx context.Context, data []byte) error {
 // but a day-old event is a backlog being drained, not a signal; the sweep
 // looks at every opted-in node on its own.
 func (f *Function) recordStale(ctx context.Context, ev events.Event) error {
-	f.handler.Skip(ctx, ev, "stale: older than "+shortDuration(f.cfg.MaxEventAge))
+	f.handler.Skip(ctx, ev, "stale: older than "+policy.ShortDuration(f.cfg.MaxEventAge))
 	return nil
-}
-
-// shortDuration prints 24h for 24h0m0s and 1h30m for 1h30m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 var traceparentRE = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$`)

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/policy"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -591,3 +592,6 @@ func dash(s string) string {
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// shortDuration prints a duration as a person writes it (policy.ShortDuration).
+func shortDuration(d time.Duration) string { return policy.ShortDuration(d) }

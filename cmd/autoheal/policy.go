@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
@@ -131,16 +130,4 @@ func checkPositive(flagName string, d time.Duration) error {
 		return usagef("--%s %v: must be positive", flagName, d)
 	}
 	return nil
-}
-
-// shortDuration prints 1h for 1h0m0s and 30m for 30m0s, as a person writes it.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

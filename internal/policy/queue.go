@@ -284,6 +284,27 @@ func queueOp(rec Recovery, res StepResult, call EffectKind, now time.Time, cfg C
 	return rec, Effect{}, false, false
 }
 
+// queueLooked is what a queue-creating or queue-deleting recovery does
+// with a failed look, or with the node read before its queued resource: a
+// node of our generation is an earlier create of ours (not queued); one
+// without it was made by someone else.
+func queueLooked(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
+	switch {
+	case res.Effect == EffectGet && res.Err != nil:
+		return fail(rec, "get", res.Err, now, cfg)
+	case res.Effect == EffectGetQR:
+		return fail(rec, "get-queued-resource", res.Err, now, cfg)
+	case ourGeneration(rec, obs.Node):
+		// An earlier create of ours made the node: not queued.
+		rec.Queue, rec.QueuedResource, rec.Phase = nil, "", PhaseCreated
+		if Healthy(obs.Node) {
+			return recovered(rec, obs.Node), Effect{}
+		}
+		return wait(rec, now, cfg, "node is "+Describe(obs.Node)+": an earlier create of ours made it; not queued", false)
+	}
+	return CloseRecovery(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else before it was queued; left as it is", Describe(obs.Node), GenerationLabel, rec.Generation)), Effect{}
+}
+
 func advanceQueueCreating(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
 	next, eff, done, handled := queueOp(rec, res, EffectCreateQR, now, cfg)
 	switch {
@@ -294,19 +315,8 @@ func advanceQueueCreating(rec Recovery, obs Observation, res StepResult, now tim
 		return next, Effect{Kind: EffectGetQR, Target: next.Queue.Name}
 	case handled:
 		return next, eff
-	case res.Effect == EffectGet && res.Err != nil:
-		return fail(rec, "get", res.Err, now, cfg)
-	case res.Effect == EffectGet && obs.Node != nil && ourGeneration(rec, obs.Node):
-		// An earlier create of ours made the node: not queued.
-		rec.Queue, rec.QueuedResource, rec.Phase = nil, "", PhaseCreated
-		if Healthy(obs.Node) {
-			return recovered(rec, obs.Node), Effect{}
-		}
-		return wait(rec, now, cfg, "node is "+Describe(obs.Node)+": an earlier create of ours made it; not queued", false)
-	case res.Effect == EffectGet && obs.Node != nil:
-		return CloseRecovery(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else before it was queued; left as it is", Describe(obs.Node), GenerationLabel, rec.Generation)), Effect{}
-	case res.Effect == EffectGetQR && res.Err != nil:
-		return fail(rec, "get-queued-resource", res.Err, now, cfg)
+	case res.Effect == EffectGet && (res.Err != nil || obs.Node != nil), res.Effect == EffectGetQR && res.Err != nil:
+		return queueLooked(rec, obs, res, now, cfg)
 	case res.Effect == EffectGet || res.Effect == EffectGetQR && obs.QueuedResource == nil:
 		// Never created (or its create is not seen yet): create it, by
 		// the same name; one that lands meanwhile makes it ALREADY_EXISTS.
@@ -405,19 +415,8 @@ func advanceQueueDeleting(rec Recovery, obs Observation, res StepResult, now tim
 		return queueDeleted(next, now, cfg)
 	case handled:
 		return next, eff
-	case res.Effect == EffectGet && res.Err != nil:
-		return fail(rec, "get", res.Err, now, cfg)
-	case res.Effect == EffectGet && obs.Node != nil && ourGeneration(rec, obs.Node):
-		// An earlier create of ours made the node: not queued.
-		rec.Queue, rec.QueuedResource, rec.Phase = nil, "", PhaseCreated
-		if Healthy(obs.Node) {
-			return recovered(rec, obs.Node), Effect{}
-		}
-		return wait(rec, now, cfg, "node is "+Describe(obs.Node)+": an earlier create of ours made it; not queued", false)
-	case res.Effect == EffectGet && obs.Node != nil:
-		return CloseRecovery(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else before it was queued; left as it is", Describe(obs.Node), GenerationLabel, rec.Generation)), Effect{}
-	case res.Effect == EffectGetQR && res.Err != nil:
-		return fail(rec, "get-queued-resource", res.Err, now, cfg)
+	case res.Effect == EffectGet && (res.Err != nil || obs.Node != nil), res.Effect == EffectGetQR && res.Err != nil:
+		return queueLooked(rec, obs, res, now, cfg)
 	case res.Effect == EffectGet || res.Effect == EffectGetQR && obs.QueuedResource == nil:
 		return queueDeleted(rec, now, cfg)
 	case res.Effect == EffectGetQR && qrState(obs.QueuedResource) == "DELETING":
