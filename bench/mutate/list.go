@@ -45,7 +45,7 @@ func parseList(r io.Reader) ([]Mutation, error) {
 		case len(find) == 0:
 			return fmt.Errorf("line %d: %s has no \"- \" line", cur.Line, cur.ID)
 		case cur.What == "" || cur.Why == "":
-			return fmt.Errorf("line %d: %s needs what: and why:", cur.Line, cur.ID)
+			return fmt.Errorf("line %d: %s needs a what line and a why line", cur.Line, cur.ID)
 		case len(cur.Pkgs) == 0:
 			return fmt.Errorf("line %d: %s names no package", cur.Line, cur.ID)
 		}

@@ -555,7 +555,6 @@ type entry struct {
 	insertID, timestamp, receiveTimestamp, logName string
 	resourceType                                   string
 	labels                                         map[string]string
-	pairs                                          []labelKV   // the labels in input order, when the fast path read them
 	causes                                         *causeCache // nil: classify every entry afresh
 	service, method, resourceName, principal       string
 	terminateReason                                json.RawMessage

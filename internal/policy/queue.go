@@ -87,8 +87,6 @@ func queuePhase(p Phase) bool {
 	return p == PhaseQueueCreating || p == PhaseQueued || p == PhaseQueueDeleting
 }
 
-func queueSendsCall(k EffectKind) bool { return k == EffectCreateQR || k == EffectDeleteQR }
-
 func maxRequeues(cfg Config) int {
 	if cfg.MaxRequeues < 0 {
 		return 0

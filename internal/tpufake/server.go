@@ -228,7 +228,6 @@ type Server struct {
 	qrHist      history[tpu.QueuedResource]
 	audit       auditLog // admin-activity entries (audit.go)
 	busy        inFlight // requests being served (WaitIdle)
-	caller      string   // WithCaller: the principal of API calls
 
 	queued         map[string]*queuedInfo // queued resources created through the API (queued.go)
 	queueProvision time.Duration          // WithQueueProvisioning
