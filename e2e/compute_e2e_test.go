@@ -47,10 +47,11 @@ const (
 
 func ceName(instance string) string { return computefake.InstanceName(ceProject, ceZone, instance) }
 
-// computeFleet is the fake's fleet file with two changes: trainer-a
+// computeFleet is the fake's fleet file with three changes: trainer-a
 // (standalone TPU7x) does not restart by itself (with automaticRestart the
 // function defers its start for a 5-minute restart grace, and the fake
-// restarts it first), and spot-delete names its boot image.
+// restarts it first), spot-delete names its boot image, and trainer-b is
+// trainer-a's twin that does restart by itself.
 func computeFleet(t *testing.T) computefake.Fleet {
 	t.Helper()
 	f, err := computefake.ReadFleetFile("../internal/computefake/testdata/fleet.json")
@@ -58,14 +59,23 @@ func computeFleet(t *testing.T) computefake.Fleet {
 		t.Fatal(err)
 	}
 	off := false
+	var twin compute.Instance
 	for _, in := range f.Instances {
 		switch in.Name {
 		case "trainer-a":
+			b, _ := json.Marshal(in)
+			if err := json.Unmarshal(b, &twin); err != nil {
+				t.Fatal(err)
+			}
 			in.Scheduling.AutomaticRestart = &off
 		case "spot-delete":
 			in.Metadata.Items = append(in.Metadata.Items, &compute.MetadataItems{Key: "autoheal-source-image", Value: strPtr(ceImage)})
 		}
 	}
+	twin.Name, twin.Id = "trainer-b", 4521879902345678199
+	twin.SelfLink = strings.Replace(twin.SelfLink, "trainer-a", "trainer-b", 1)
+	twin.Disks[0].DeviceName, twin.Disks[0].Source = "trainer-b", strings.Replace(twin.Disks[0].Source, "trainer-a", "trainer-b", 1)
+	f.Instances = append(f.Instances, &twin)
 	return f
 }
 
@@ -112,6 +122,22 @@ func actions(rs []ceRecord) map[string]int {
 	return m
 }
 
+// mutations are the calls that change something (not GETs) the fake
+// answered about resource, by method, and how many of them succeeded.
+func mutations(fake *computefake.Server, resource string) (calls, ok map[string]int) {
+	calls, ok = map[string]int{}, map[string]int{}
+	for _, r := range fake.Requests() {
+		if r.Resource != resource || r.HTTP == http.MethodGet {
+			continue
+		}
+		calls[r.Method]++
+		if r.Status/100 == 2 {
+			ok[r.Method]++
+		}
+	}
+	return calls, ok
+}
+
 func TestComputeInstancesEndToEnd(t *testing.T) {
 	startEmulators(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -120,12 +146,13 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 	fake := computefake.New(computeFleet(t),
 		computefake.WithOperationDelay("insert", 0), computefake.WithOperationDelay("delete", 0),
 		computefake.WithOperationDelay("start", 0), computefake.WithOperationDelay("stop", 0),
-		computefake.WithOperationDelay("setMetadata", 0), computefake.WithOperationDelay("recreateInstances", 0))
+		computefake.WithOperationDelay("setMetadata", 0), computefake.WithOperationDelay("recreateInstances", 0),
+		computefake.WithRestartDelay(0))
 	t.Cleanup(fake.Close)
 	tpuSrv := tpufake.New(tpufake.Fleet{}) // no Cloud TPU nodes: the node sweep lists nothing
 	t.Cleanup(tpuSrv.Close)
 	bin := buildCLI(t)
-	addr, out := serve(t, bin, []string{
+	env := []string{
 		"AUTOHEAL_PROJECT=" + project,
 		"AUTOHEAL_PROJECTS=" + ceProject,
 		"AUTOHEAL_ZONES=" + ceZone,
@@ -136,7 +163,12 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 		"AUTOHEAL_RECORD_TO=stdout",
 		"AUTOHEAL_SWEEP_MIN_INTERVAL=0s",
 		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=e2e-compute-%d", time.Now().UnixNano()%1e9),
-	})
+	}
+	// Two function instances on one Firestore database: the first one's
+	// sweep saves the specs, the second one (nothing in memory) gets the
+	// pushes and sweeps after.
+	first, _ := serve(t, bin, env)
+	addr, out := serve(t, bin, env)
 	proxy := httptest.NewServer(&pushCounter{target: "http://" + addr})
 	t.Cleanup(proxy.Close)
 	client, err := pubsub.NewClient(ctx, project)
@@ -155,7 +187,7 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 	}
 	// Cloud Scheduler's sweep, posted straight to the function and waited
 	// for.
-	sweep := func() {
+	sweepAt := func(addr string) {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"message": map[string]any{
 			"data": base64.StdEncoding.EncodeToString([]byte(events.SweepMessage)), "messageId": "sweep",
@@ -170,8 +202,9 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 			t.Fatalf("sweep answered %d", resp.StatusCode)
 		}
 	}
+	sweep := func() { sweepAt(addr) }
 
-	trainer, spotDelete, spotStop := ceName("trainer-a"), ceName("spot-delete"), ceName("spot-stop")
+	trainer, spotDelete, spotStop, twin := ceName("trainer-a"), ceName("spot-delete"), ceName("spot-stop"), ceName("trainer-b")
 	serveVM := ceName("serve-mig-a1b2")
 	serveMIG := computefake.MIGName(ceProject, ceZone, "serve-mig")
 	sliceMIG := computefake.MIGName(ceProject, ceZone, "slice-mig")
@@ -179,7 +212,7 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 
 	// The first sweep saves the specs of the opted-in standalone VMs: a
 	// vanished VM cannot be read.
-	sweep()
+	sweepAt(first)
 
 	// Phase 1, all at once: a host error on trainer-a, spot-delete
 	// preempted (Compute Engine deletes it), a person stops spot-stop, a
@@ -200,6 +233,24 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// trainer-b: a host error, Compute Engine restarts it, then a person
+	// stops it; the host error's entry arrives with the stop's. Without
+	// the person's entry this is a TERMINATED VM with a system event
+	// (start, after the restart grace: a defer first).
+	twinErr, err := fake.HostError(twin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "trainer-b's automatic restart", func() bool {
+		fake.Tick()
+		in, ok := fake.Instance(twin)
+		return ok && in.Status == "RUNNING"
+	})
+	time.Sleep(time.Second)
+	twinStopped, err := fake.PersonStop(twin, "bob@acme-ml.example")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := fake.SetMIGStuck(serveMIG, true); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +264,8 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	phase1 := append(append(append([]computefake.LogEntry{hostErr, preempted}, stopped...), migErr), notices...)
+	phase1 := []computefake.LogEntry{hostErr, preempted, migErr, twinErr}
+	phase1 = append(append(append(phase1, stopped...), twinStopped...), notices...)
 	file := ceEntries(t, phase1...)
 	publish(t, bin, file)
 
@@ -221,7 +273,7 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 	waitFor(ctx, t, "spot-delete's insert", func() bool { return fake.Count("instances.insert", spotDelete) >= 1 })
 	waitFor(ctx, t, "the notice in every VM of slice-mig", func() bool {
 		for _, vm := range sliceVMs {
-			if fake.Count("instances.setMetadata", vm) < 1 {
+			if _, ok := mutations(fake, vm); ok["instances.setMetadata"] < 1 {
 				return false
 			}
 		}
@@ -242,6 +294,16 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 		if md["startup-script"] != "#!/bin/bash\nexec /opt/autoheal/resume.sh" {
 			t.Errorf("%s: metadata %v, the startup script lost", vm, md)
 		}
+	}
+	for _, vm := range sliceVMs {
+		// Concurrent deliveries of the 4 notices race on the fingerprint: a
+		// loser's setMetadata answers 412; one write per VM succeeds.
+		if _, ok := mutations(fake, vm); !cmp.Equal(ok, map[string]int{"instances.setMetadata": 1}) {
+			t.Errorf("%s: successful calls %v, want one setMetadata", vm, ok)
+		}
+	}
+	if got := actions(ceRecords(out.all(), sliceMIG)); got["prepare"] < 1 {
+		t.Errorf("slice-mig's records %v, want prepare", got)
 	}
 	waitFor(ctx, t, "serve-mig's record", func() bool { return actions(ceRecords(out.all(), serveVM))["record"] >= 1 })
 	if time.Since(migErrAt) < ceStuckGrace {
@@ -339,15 +401,8 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 	publish(t, bin, ceEntries(t, sliceErr))
 	waitFor(ctx, t, "slice-mig's record", func() bool {
 		for _, r := range ceRecords(out.all(), sliceMIG) {
-			if strings.Contains(r.Reason, "repairs") {
+			if r.Action == "record" && strings.Contains(r.Reason, "the MIG repairs it") {
 				return true
-			}
-		}
-		for _, vm := range sliceVMs {
-			for _, r := range ceRecords(out.all(), vm) {
-				if strings.Contains(r.Reason, "repairs") {
-					return true
-				}
 			}
 		}
 		return false
@@ -374,26 +429,31 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 
+	// Every call that changed something, per resource: nothing but the one
+	// action of each incident (a person's stop: nothing at all).
 	for _, c := range []struct {
-		method, resource string
-		want             int
+		resource string
+		want     map[string]int
 	}{
-		{"instances.start", trainer, 1},
-		{"instances.insert", spotDelete, 1},
-		{"instances.start", spotStop, 0},
-		{"instances.insert", spotStop, 0},
-		{"instances.start", serveVM, 0},
-		{"instanceGroupManagers.recreateInstances", serveMIG, 1},
-		{"instanceGroupManagers.recreateInstances", sliceMIG, 1},
+		{trainer, map[string]int{"instances.start": 1}},
+		{spotDelete, map[string]int{"instances.insert": 1}},
+		{spotStop, map[string]int{}},
+		{twin, map[string]int{}},
+		{serveVM, map[string]int{}},
+		{serveMIG, map[string]int{"instanceGroupManagers.recreateInstances": 1}},
+		{sliceMIG, map[string]int{"instanceGroupManagers.recreateInstances": 1}},
 	} {
-		if got := fake.Count(c.method, c.resource); got != c.want {
-			t.Errorf("%s of %s: %d, want %d", c.method, c.resource, got, c.want)
+		if calls, _ := mutations(fake, c.resource); !cmp.Equal(calls, c.want) {
+			t.Errorf("calls about %s: %v, want %v", c.resource, calls, c.want)
 		}
 	}
 	for _, vm := range sliceVMs {
-		for _, m := range []string{"instances.start", "instances.insert", "instances.delete"} {
-			if got := fake.Count(m, vm); got != 0 {
-				t.Errorf("%s of %s (a MIG's slice member): %d", m, vm, got)
+		// The recreated VMs get the notice again (the MIG made them from its
+		// template): setMetadata only.
+		calls, _ := mutations(fake, vm)
+		for m := range calls {
+			if m != "instances.setMetadata" {
+				t.Errorf("%s of %s (a member of a MIG's slice): %d calls", m, vm, calls[m])
 			}
 		}
 	}
@@ -440,18 +500,44 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 		if got := actions(ceRecords(all, spotDelete)); got["recreate"] != 1 {
 			t.Errorf("spot-delete's records %v, want one recreate", got)
 		}
-		stops := actions(ceRecords(all, spotStop))
-		if stops["held"] == 0 {
-			t.Errorf("spot-stop's records %v, want held", stops)
-		}
-		for a := range stops {
-			if a != "held" && a != "record" {
-				t.Errorf("spot-stop (a person's stop) has a %q record", a)
+		// A person's stop: held from the first look that has the stop's
+		// entry on. trainer-b's host error may be delivered before the
+		// stop: that look sees a TERMINATED VM with automaticRestart and a
+		// system event, and defers.
+		for _, vm := range []string{spotStop, twin} {
+			held := false
+			var seq []string
+			for _, r := range ceRecords(all, vm) {
+				seq = append(seq, r.Action)
+				switch {
+				case r.Action == "held":
+					held = true
+				case r.Action == "record", r.Action == "defer" && !held && vm == twin:
+				default:
+					t.Errorf("%s (a person's stop): a %q record", vm, r.Action)
+				}
+			}
+			if !held {
+				t.Errorf("%s's records %v, want held", vm, seq)
 			}
 		}
 		if got := actions(ceRecords(all, serveVM)); got["recreateInstances"] != 1 {
 			t.Errorf("serve-mig-a1b2's records %v, want one recreateInstances", got)
 		}
+		// One incident for the slice: its records are the MIG's, none
+		// about one of its VMs alone.
+		if got := actions(ceRecords(all, sliceMIG)); got["recreateInstances"] != 1 || got["start"] != 0 || got["recreate"] != 0 {
+			t.Errorf("slice-mig's records %v, want one recreateInstances", got)
+		}
+		for _, vm := range sliceVMs {
+			if rs := ceRecords(all, vm); len(rs) != 0 {
+				t.Errorf("records of %s alone, not of its slice: %v", vm, rs)
+			}
+		}
+	})
+	t.Run("guest checkpoints then one performMaintenance per VM in early", func(t *testing.T) {
+		t.Skip("missing in internal/computevm: the guest's autoheal/checkpoint (instances.getGuestAttributes) and " +
+			"mode early through instances.performMaintenance (docs/computeengine.md, Left out for now)")
 	})
 	if t.Failed() {
 		for _, l := range out.all() {
