@@ -124,13 +124,13 @@ type decodeCall struct {
 }
 
 // decodesOf returns every whole-document decode Decode makes of body.
-func decodesOf(t *testing.T, body []byte, opts Options) (Delivery, error, []decodeCall) {
+func decodesOf(t *testing.T, body []byte, opts Options) (Delivery, []decodeCall, error) {
 	t.Helper()
 	var calls []decodeCall
 	decodeHook = func(decoder string, doc []byte) { calls = append(calls, decodeCall{decoder, string(doc)}) }
 	defer func() { decodeHook = nil }()
 	d, err := Decode(body, opts)
-	return d, err, calls
+	return d, calls, err
 }
 
 // TestDecodeReadsEachDocumentOnce proves "one decode per delivery": each
@@ -155,7 +155,7 @@ func TestDecodeReadsEachDocumentOnce(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err, got := decodesOf(t, []byte(tt.body), Options{})
+			_, got, err := decodesOf(t, []byte(tt.body), Options{})
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}

@@ -12,20 +12,9 @@ import (
 // maintenance_test.go) that this package's tests use too: a copy, since
 // one package's test files are not another's.
 
-const nodeName = "projects/acme-ml/locations/us-central2-b/nodes/llm-v4-128"
-
 var maintNow = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 const maintWindow = "2026-12-08T02:00:00Z"
-
-func optedIn(state, health string) *tpu.Node {
-	return &tpu.Node{
-		Name:   nodeName,
-		State:  state,
-		Health: health,
-		Labels: map[string]string{"tpu-autoheal": "enabled"},
-	}
-}
 
 func maintNode(status, typ string, canReschedule bool, label string, workers int) *tpu.Node {
 	n := &tpu.Node{
