@@ -27,23 +27,12 @@ import (
 // trustDeps are the dependencies of the trust wiring a test may replace.
 type trustDeps struct {
 	sealer seal.Sealer
-	actAs  remediate.ActAsChecker
-	kms    []option.ClientOption
 	iam    []option.ClientOption
 }
 
 // WithSealer seals specs with s instead of the Cloud KMS key
 // AUTOHEAL_MAC_KEY names (tests, `autoheal serve`: seal.LocalKeys).
 func WithSealer(s seal.Sealer) Option { return func(d *deps) { d.trust.sealer = s } }
-
-// WithActAs answers the service-account guard's actAs question with c
-// instead of IAM's testIamPermissions.
-func WithActAs(c remediate.ActAsChecker) Option { return func(d *deps) { d.trust.actAs = c } }
-
-// WithKMSOptions passes client options to the Cloud KMS client.
-func WithKMSOptions(opts ...option.ClientOption) Option {
-	return func(d *deps) { d.trust.kms = append(d.trust.kms, opts...) }
-}
 
 // WithIAMOptions passes client options to the IAM client that asks
 // testIamPermissions.
@@ -62,7 +51,7 @@ func (f *Function) wireTrust(ctx context.Context, cfg Config, d *deps, rd *remed
 	case d.trust.sealer != nil:
 		rd.Sealer = d.trust.sealer
 	case cfg.MACKey != "":
-		c, err := kms.NewKeyManagementClient(ctx, d.trust.kms...)
+		c, err := kms.NewKeyManagementClient(ctx)
 		if err != nil {
 			return fmt.Errorf("%s_MAC_KEY: cloud kms client: %w", EnvPrefix, err)
 		}
@@ -79,14 +68,11 @@ func (f *Function) wireTrust(ctx context.Context, cfg Config, d *deps, rd *remed
 	if len(cfg.NodeServiceAccounts) == 0 {
 		return nil
 	}
-	actAs := d.trust.actAs
-	if actAs == nil {
-		svc, err := iam.NewService(ctx, d.trust.iam...)
-		if err != nil {
-			return fmt.Errorf("iam client: %w", err)
-		}
-		actAs = NewCachedActAs(IAMActAs{Service: svc}, ActAsCacheTTL, f.now)
+	svc, err := iam.NewService(ctx, d.trust.iam...)
+	if err != nil {
+		return fmt.Errorf("iam client: %w", err)
 	}
+	actAs := NewCachedActAs(IAMActAs{Service: svc}, ActAsCacheTTL, f.now)
 	rd.Accounts = &remediate.AccountGuard{Allowed: cfg.NodeServiceAccounts, ActAs: actAs}
 	return nil
 }

@@ -185,17 +185,6 @@ func Guard(recreates []time.Time, inFlight int, now time.Time, cfg Config) (why 
 // EvidenceOf is policy.EvidenceOf.
 func EvidenceOf(ev events.Event) Evidence { return policy.EvidenceOf(ev) }
 
-// ParseFallback is policy.ParseFallback.
-func ParseFallback(v string) (Fallback, error) { return policy.ParseFallback(v) }
-
-// QuotaScope is policy.QuotaScope.
-func QuotaScope(kind Kind, msg string) string { return policy.QuotaScope(kind, msg) }
-
-// MaintenanceMode is policy.MaintenanceMode.
-func MaintenanceMode(node *tpu.Node, cfg Config) (mode, warning string) {
-	return policy.MaintenanceMode(node, cfg)
-}
-
 // SentNotice is policy.SentNotice.
 func SentNotice(node *tpu.Node) *MaintenanceNotice { return policy.SentNotice(node) }
 
@@ -242,16 +231,6 @@ func classified(err error) error {
 
 // CleanSpec is policy.CleanSpec.
 func CleanSpec(n *tpu.Node) *tpu.Node { return policy.CleanSpec(n) }
-
-// StartupScriptFor is policy.StartupScriptFor.
-func StartupScriptFor(md map[string]string, cfg Config) (script string, warnings []string) {
-	return policy.StartupScriptFor(md, cfg)
-}
-
-// MissingKeys is policy.MissingKeys.
-func MissingKeys(metadata map[string]string, need []string) []string {
-	return policy.MissingKeys(metadata, need)
-}
 
 // CloneNode is policy.CloneNode.
 func CloneNode(n *tpu.Node) *tpu.Node { return policy.CloneNode(n) }

@@ -34,7 +34,9 @@ import (
 
 // WithQueueProvisioning sets how long a created queued resource takes,
 // once its zone has capacity, to turn ACTIVE (default 0: on the first
-// request at or after the capacity returned).
+// request at or after the capacity returned). A harness knob like the
+// simulated Compute Engine's: no test sets it today (deadcode says so), it
+// is there for a test of a slow queue.
 func WithQueueProvisioning(d time.Duration) Option {
 	return func(s *Server) { s.queueProvision = d }
 }
