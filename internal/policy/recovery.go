@@ -844,7 +844,9 @@ func resumePhase(rec Recovery, node *tpu.Node) (phase Phase, why string) {
 	case node == nil && !deleteSent(rec):
 		return "", fmt.Sprintf("node NOT FOUND, and recovery gen %d never deleted it: deleted by someone else; not recreated", rec.Generation)
 	case node == nil:
-		return PhaseDeleted, ""
+		// Deleting reads the node: NOT FOUND there follows the evidence
+		// rule (deletedNode), never concluded from this one read.
+		return PhaseDeleting, ""
 	case ourGeneration(rec, node):
 		return PhaseCreating, "" // creating reads the node: READY is recovered, CREATING waits
 	case notOurNode(rec, node) != "":
