@@ -74,6 +74,11 @@ type SliceState struct {
 	// Maintained are the performMaintenance calls sent (mode early), one
 	// per instance id and window: never sent again for that window.
 	Maintained []MaintenanceSent
+	// CheckpointLate is the notice (window start) a look concluded was not
+	// checkpointed within AUTOHEAL_CHECKPOINT_TIMEOUT (vmpolicy's
+	// Decision.CheckpointLate): never started early, its guests no longer
+	// read. "" for none.
+	CheckpointLate string
 }
 
 // MaintenanceSent is one instances.performMaintenance sent, or whose
