@@ -108,7 +108,7 @@ func (r *Recovery) maintain(ctx context.Context, start time.Time, ev *events.Eve
 		}
 		steps = append(steps, st)
 		if sent {
-			state.Maintained = setMaintained(state.Maintained, MaintenanceSent{Instance: t, ID: m.in.Id, Window: window, At: r.now(), Operation: op})
+			state.Maintained = setPerInstance(state.Maintained, MaintenanceSent{Instance: t, ID: m.in.Id, Window: window, At: r.now(), Operation: op})
 			changed = true
 		}
 	}
@@ -128,16 +128,4 @@ func (r *Recovery) maintain(ctx context.Context, start time.Time, ev *events.Eve
 	}
 	r.write(ctx, &out)
 	return out, nil
-}
-
-// setMaintained replaces the call kept about m's instance with m (one per
-// instance: the newest window).
-func setMaintained(list []MaintenanceSent, m MaintenanceSent) []MaintenanceSent {
-	out := []MaintenanceSent{m}
-	for _, x := range list {
-		if x.Instance != m.Instance {
-			out = append(out, x)
-		}
-	}
-	return out
 }

@@ -120,12 +120,23 @@ func (s SliceState) faultyReported(instance string) time.Time {
 	return time.Time{}
 }
 
-// setFaulty replaces the report about f's instance with f.
-func setFaulty(list []FaultyReport, f FaultyReport) []FaultyReport {
-	out := []FaultyReport{f}
-	for _, x := range list {
-		if x.Instance != f.Instance {
-			out = append(out, x)
+// perInstance is what a slice keeps one of per instance: the newest
+// faulty-host report, the newest performMaintenance sent.
+type perInstance interface {
+	FaultyReport | MaintenanceSent
+	instance() string
+}
+
+func (f FaultyReport) instance() string    { return f.Instance }
+func (m MaintenanceSent) instance() string { return m.Instance }
+
+// setPerInstance replaces the entry about x's instance in list with x
+// (x first): one entry per instance.
+func setPerInstance[T perInstance](list []T, x T) []T {
+	out := []T{x}
+	for _, y := range list {
+		if y.instance() != x.instance() {
+			out = append(out, y)
 		}
 	}
 	return out
