@@ -252,7 +252,9 @@ type Decision struct {
 //   - reported faulty and not started since → held;
 //   - every instance RUNNING → record, or, with FaultyHosts, reportHostAsFaulty
 //     of a reservation-bound instance with Count host errors in Window since
-//     its last report, or prepare for a maintenance notice;
+//     its last report, or prepare for a maintenance notice (delivered to
+//     every instance, in mode early: maintain once every guest reported its
+//     checkpoint, record once one is CheckpointTimeout late);
 //   - a person's stop/suspend/delete of an instance newer than the last
 //     system event about it or than its last start (vanished: than when
 //     it was last seen running), or SUSPENDED → held;
