@@ -8,9 +8,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/function"
 	"github.com/tpu-autoheal/autoheal/internal/computefake"
-	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/events"
-	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -19,34 +17,11 @@ import (
 // fleetEnv's, on the clock *clk.
 func instanceFunction(t *testing.T, env map[string]string, clk *time.Time) (*computefake.Server, *function.Function) {
 	t.Helper()
-	f, err := computefake.ReadFleetFile("../internal/computefake/testdata/fleet.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := func() time.Time { return *clk }
-	fake := computefake.New(f, computefake.WithClock(now))
-	t.Cleanup(fake.Close)
-	_, tc := newFleetTPU(t)
 	e := fleetEnv()
-	e["AUTOHEAL_PROJECTS"], e["AUTOHEAL_ZONES"] = "acme-ml", "us-central1-c"
 	for k, v := range env {
 		e[k] = v
 	}
-	cfg, err := load(t, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := computevm.NewFromOptions(context.Background(), fake.ClientOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := function.New(context.Background(), cfg, function.WithDiagnostics(&syncBuffer{}), function.WithTPU(tc),
-		function.WithStore(ledger.NewMemory(ledger.WithClock(now))), function.WithRecorder(&sliceRecorder{}), function.WithClock(now),
-		function.WithCompute(c, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fn.Close() })
+	fn, fake := newInstanceFunction(t, func() time.Time { return *clk }, e)
 	return fake, fn
 }
 
