@@ -14,6 +14,10 @@ import (
 
 	tpu "google.golang.org/api/tpu/v2"
 
+	compute "google.golang.org/api/compute/v1"
+
+	"github.com/tpu-autoheal/autoheal/internal/computefake"
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
@@ -29,6 +33,11 @@ type targetFlags struct {
 	fleetOut string
 	endpoint string
 	apply    bool
+	// computeEndpoint is --compute-endpoint: the Compute Engine of the
+	// instance path (autoheal simulate's, or "" for none unless the real
+	// TPU API is the target).
+	computeEndpoint string
+	fs              *flag.FlagSet
 
 	embedded []byte              // a fleet to use instead of --fleet (autoheal demo)
 	after    func(tpufake.Fleet) // called with the simulated fleet after the run
@@ -43,10 +52,11 @@ type targetFlags struct {
 }
 
 func addTargetFlags(fs *flag.FlagSet) *targetFlags {
-	t := &targetFlags{}
+	t := &targetFlags{fs: fs}
 	fs.StringVar(&t.fleet, "fleet", "", "act on a simulated TPU control plane seeded from this fleet `file` (a JSON array of TPU v2 nodes, concatenated \"gcloud ... tpu-vm describe --format=json\" outputs, or {\"nodes\":[...],\"queuedResources\":[...]}); without it the real TPU API is read, and changed only with --apply")
 	fs.StringVar(&t.fleetOut, "fleet-out", "", "write the simulated fleet to this `file` after the run (needs --fleet)")
 	fs.StringVar(&t.endpoint, "tpu-endpoint", os.Getenv("AUTOHEAL_TPU_ENDPOINT"), "talk to the TPU v2 API at this `URL` (such as autoheal simulate's) instead of Google's; read-only unless --apply ($AUTOHEAL_TPU_ENDPOINT when set)")
+	fs.StringVar(&t.computeEndpoint, "compute-endpoint", os.Getenv("AUTOHEAL_COMPUTE_ENDPOINT"), "talk to the Compute Engine API at this `URL` (such as autoheal simulate's) for Compute Engine TPU VMs; read-only unless --apply ($AUTOHEAL_COMPUTE_ENDPOINT when set; with --fleet, the fleet file's instances are simulated instead)")
 	fs.BoolVar(&t.apply, "apply", false, "without --fleet: really delete and recreate nodes through the TPU API (default: decide and record only)")
 	return t
 }
@@ -68,6 +78,14 @@ func (t *targetFlags) check(p *policyFlags) error {
 	if t.fleetOut != "" && t.fleet == "" && t.embedded == nil {
 		return usagef("--fleet-out needs --fleet (only the simulated fleet can be written)")
 	}
+	if t.computeEndpoint != "" && flagGiven(t.fs, "compute-endpoint") && (t.fleet != "" || t.embedded != nil) {
+		return usagef("--compute-endpoint and --fleet both choose the Compute Engine: give one (a fleet file's instances are simulated)")
+	}
+	if t.computeEndpoint != "" {
+		if _, err := computevm.EndpointOptions(t.computeEndpoint); err != nil {
+			return usagef("--compute-endpoint: %v", err)
+		}
+	}
 	return nil
 }
 
@@ -82,6 +100,11 @@ type target struct {
 	readOnly bool
 
 	legacy *tpulegacy.Client        // the v1 client of the real API, nil otherwise
+	// compute is the instance path's Compute Engine (nil: none chosen;
+	// instance entries are recorded as skip); csrv the simulated one when
+	// the fleet file holds instances.
+	compute computevm.Instances
+	csrv    *computefake.Server
 	maint  remediate.MaintenanceTPU // the maintenance calls (read-only unless --apply on the real API)
 }
 
@@ -128,9 +151,25 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 			return nil, setupf("TPU API client for maintenance (Application Default Credentials; use --fleet FILE to run without credentials): %v", err)
 		}
 		tg.maint = m
+		if t.computeEndpoint != "" || t.endpoint == "" {
+			// The real Compute Engine beside the real TPU API, or the
+			// one --compute-endpoint names.
+			opts, err := computevm.EndpointOptions(t.computeEndpoint)
+			if err != nil {
+				return nil, usagef("--compute-endpoint: %v", err)
+			}
+			c, err := computevm.NewFromOptions(ctx, opts...)
+			if err != nil {
+				return nil, setupf("Compute Engine client (--compute-endpoint %q): %v", t.computeEndpoint, err)
+			}
+			tg.compute = c
+		}
 		if tg.readOnly {
 			tg.tpu = readOnlyTPU{tg.tpu}
 			tg.maint = readOnlyMaintenance{tg.maint}
+			if tg.compute != nil {
+				tg.compute = readOnlyCompute{tg.compute}
+			}
 		}
 		return tg, nil
 	}
@@ -179,6 +218,29 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 		tg.close()
 		return nil, fmt.Errorf("simulated TPU API client: %w", err)
 	}
+	if t.embedded == nil {
+		// A fleet file that holds Compute Engine instances is also a
+		// simulated Compute Engine, on the same clock.
+		cf, err := computefake.ReadFleetFile(t.fleet)
+		if err != nil {
+			tg.close()
+			return nil, usagef("--fleet: %v", err)
+		}
+		if len(cf.Instances) > 0 {
+			tg.csrv = computefake.New(cf, computefake.WithClock(func() time.Time {
+				if t.simNow != nil {
+					return t.simNow()
+				}
+				return time.Now()
+			}))
+			svc, err := tg.csrv.Service(ctx)
+			if err != nil {
+				tg.close()
+				return nil, fmt.Errorf("simulated Compute Engine client: %w", err)
+			}
+			tg.compute = computevm.New(svc)
+		}
+	}
 	return tg, nil
 }
 
@@ -208,6 +270,9 @@ func (tg *target) close() {
 	}
 	if tg.srv != nil {
 		tg.srv.Close()
+	}
+	if tg.csrv != nil {
+		tg.csrv.Close()
 	}
 	if tg.legacy != nil {
 		_ = tg.legacy.Close()
@@ -246,6 +311,26 @@ func (readOnlyMaintenance) PerformMaintenance(context.Context, string) (string, 
 	return "", errReadOnly
 }
 func (readOnlyMaintenance) PerformMaintenanceQueuedResource(context.Context, string, []string) (string, error) {
+	return "", errReadOnly
+}
+
+// readOnlyCompute passes the Compute Engine reads through and refuses the
+// mutations, as readOnlyTPU does.
+type readOnlyCompute struct{ computevm.Instances }
+
+func (readOnlyCompute) Start(context.Context, computevm.Ref, string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyCompute) Insert(context.Context, computevm.Ref, *compute.Instance, string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyCompute) RecreateInstances(context.Context, string, []string, string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyCompute) SetMetadataKey(context.Context, computevm.Ref, *compute.Instance, string, string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyCompute) ReportHostAsFaulty(context.Context, computevm.Ref, string, string) (string, error) {
 	return "", errReadOnly
 }
 
