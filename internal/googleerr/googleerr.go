@@ -117,6 +117,10 @@ func codeOfHTTP(status int) codes.Code {
 		return codes.NotFound
 	case http.StatusConflict:
 		return codes.AlreadyExists
+	case http.StatusMethodNotAllowed:
+		return codes.Unimplemented // never allowed when retried
+	case http.StatusGone:
+		return codes.FailedPrecondition // gone for good: retrying does not bring it back
 	case http.StatusTooManyRequests:
 		return codes.ResourceExhausted
 	case http.StatusNotImplemented:

@@ -140,6 +140,19 @@ func TestComputeEngineCodes(t *testing.T) {
 	if got := failure.KindOf(ComputeOperation(500, []OperationItem{{Code: "X"}})); got != failure.Transient {
 		t.Errorf("unknown code, 500 = %s, want transient", got)
 	}
+	// A method the API does not allow (405), a resource gone for good (410)
+	// or a call not implemented (501) never succeeds when retried.
+	for _, status := range []int{405, 410, 501} {
+		if got := failure.KindOf(FromCompute(&googleapi.Error{Code: status})); got != failure.Permanent {
+			t.Errorf("FromCompute(HTTP %d) = %s, want permanent", status, got)
+		}
+		if got := failure.KindOf(FromAPI(&googleapi.Error{Code: status})); got != failure.Permanent {
+			t.Errorf("FromAPI(HTTP %d) = %s, want permanent", status, got)
+		}
+		if got := failure.KindOf(ComputeOperation(status, []OperationItem{{Code: "X"}})); got != failure.Permanent {
+			t.Errorf("ComputeOperation(HTTP %d, unknown code) = %s, want permanent", status, got)
+		}
+	}
 	if got := failure.KindOf(ComputeOperation(0, []OperationItem{{Code: "X"}})); got != failure.Permanent {
 		t.Errorf("unknown code, no status = %s, want permanent", got)
 	}

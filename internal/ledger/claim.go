@@ -9,6 +9,7 @@ import (
 
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/policy"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -191,7 +192,7 @@ const maxEvidence = 32
 // keepEvidence adds e to the node's unfinished recovery, whoever holds it;
 // kept is false when there is none. An entry already kept (same InsertID,
 // or the same operation's same entry) is not added again; beyond
-// maxEvidence the oldest go.
+// maxEvidence the oldest audit entries go (trimEvidence).
 func keepEvidence(n nodeLedger, e remediate.Evidence) (nodeLedger, bool) {
 	if n.Latest == nil || !n.Latest.Unfinished() {
 		return n, false
@@ -205,11 +206,34 @@ func keepEvidence(n nodeLedger, e remediate.Evidence) (nodeLedger, bool) {
 	}
 	r.Evidence = append(r.Evidence, e)
 	sort.SliceStable(r.Evidence, func(i, j int) bool { return r.Evidence[i].Time.Before(r.Evidence[j].Time) })
-	if len(r.Evidence) > maxEvidence {
-		r.Evidence = r.Evidence[len(r.Evidence)-maxEvidence:]
-	}
+	r.Evidence = trimEvidence(r.Evidence)
 	n.Latest = &r
 	return n, true
+}
+
+// trimEvidence drops the oldest audit entries beyond maxEvidence; the
+// recovery's own markers (policy.IsMarker) are kept whatever their age
+// and do not count toward the bound.
+func trimEvidence(list []remediate.Evidence) []remediate.Evidence {
+	audit := 0
+	for _, e := range list {
+		if !policy.IsMarker(e) {
+			audit++
+		}
+	}
+	drop := audit - maxEvidence
+	if drop <= 0 {
+		return list
+	}
+	out := list[:0]
+	for _, e := range list {
+		if drop > 0 && !policy.IsMarker(e) {
+			drop--
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 func encodeNode(n *tpu.Node) (string, error) {

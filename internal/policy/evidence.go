@@ -126,6 +126,12 @@ func seenReady(rec *Recovery, node *tpu.Node, now time.Time) *Evidence {
 	return &Evidence{InsertID: fmt.Sprintf("autoheal-seen-ready-gen-%d", rec.Generation), Change: changeSeenReady, Time: now, Last: true}
 }
 
+// IsMarker reports whether e is an entry the recovery keeps itself
+// (seenReady), not an audit entry: a store that bounds the evidence it
+// keeps never trims one away, or a later look would read our finished
+// create as a failed one and create the node again.
+func IsMarker(e Evidence) bool { return e.Change == changeSeenReady }
+
 // createSeen reports whether rec's create was seen finished (seenReady).
 func createSeen(rec Recovery) bool {
 	return slices.ContainsFunc(rec.Evidence, func(e Evidence) bool {

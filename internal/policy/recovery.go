@@ -524,6 +524,13 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 		// The very node whose spec we saved: our delete never happened.
 		rec.Phase = PhaseDeleting
 		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
+	case node.State == "CREATING":
+		// Still being made, without our label (yet): our own create whose
+		// answer was lost may explain it (a label applied later, a lagged
+		// read, a person's relabel of it). One read of a node not made yet
+		// is no evidence it is someone else's: look again; a create that
+		// fails takes it away, and ours is sent again.
+		return wait(rec, now, cfg, fmt.Sprintf("node is %s without label %s=%d: not judged while CREATING", Describe(node), GenerationLabel, rec.Generation), false)
 	}
 	return CloseRecovery(rec, fmt.Sprintf("node already existed when recreating it (%s, id %d, no label %s=%d): created by someone else; left as it is",
 		Describe(node), node.Id, GenerationLabel, rec.Generation)), Effect{}
@@ -844,7 +851,9 @@ func resumePhase(rec Recovery, node *tpu.Node) (phase Phase, why string) {
 	case node == nil && !deleteSent(rec):
 		return "", fmt.Sprintf("node NOT FOUND, and recovery gen %d never deleted it: deleted by someone else; not recreated", rec.Generation)
 	case node == nil:
-		return PhaseDeleted, ""
+		// Deleting reads the node: NOT FOUND there follows the evidence
+		// rule (deletedNode), never concluded from this one read.
+		return PhaseDeleting, ""
 	case ourGeneration(rec, node):
 		return PhaseCreating, "" // creating reads the node: READY is recovered, CREATING waits
 	case notOurNode(rec, node) != "":

@@ -2,12 +2,14 @@ package ledgertest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tpu-autoheal/autoheal/internal/events"
+	"github.com/tpu-autoheal/autoheal/internal/policy"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -54,6 +56,35 @@ func runEvidence(t *testing.T, newStore NewStore) {
 		got := mustClaim(t, s, req(nodeA, "h2", at))
 		if diff := cmp.Diff([]remediate.Evidence{alice}, got.Evidence); diff != "" {
 			t.Errorf("evidence after a takeover (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("evidence: the recovery's seen-READY marker survives trimming past 32 entries; the oldest audit entries go", func(t *testing.T) {
+		s := newStore(t)
+		mustClaim(t, s, req(nodeA, "h1", t0))
+		// The marker a paused look keeps (policy's seenReady), older than every audit entry.
+		marker := remediate.Evidence{InsertID: "autoheal-seen-ready-gen-1", Change: events.Change("autoheal-seen-ready"), Time: t0.Add(time.Second), Last: true}
+		if !policy.IsMarker(marker) {
+			t.Fatal("the marker's shape is not policy's: update this test")
+		}
+		if !keep(t, s, nodeA, marker) {
+			t.Fatal("KeepEvidence(marker): kept = false")
+		}
+		for i := 1; i <= 40; i++ {
+			keep(t, s, nodeA, remediate.Evidence{InsertID: fmt.Sprintf("admin-%02d", i), Change: events.ChangeCreateNode,
+				Principal: "alice@acme.example", Time: t0.Add(time.Duration(i) * time.Minute), Last: true})
+		}
+		h := mustHistory(t, s, nodeA, "", t0.Add(time.Hour))
+		var got []string
+		for _, e := range h.Recovery.Evidence {
+			got = append(got, e.InsertID)
+		}
+		want := []string{"autoheal-seen-ready-gen-1"} // then the newest 32 of 40: admin-09 .. admin-40
+		for i := 9; i <= 40; i++ {
+			want = append(want, fmt.Sprintf("admin-%02d", i))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("evidence kept after 41 entries (-want +got):\n%s", diff)
 		}
 	})
 
