@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,9 +13,8 @@ import (
 	"strings"
 	"time"
 
-	tpu "google.golang.org/api/tpu/v2"
-
 	compute "google.golang.org/api/compute/v1"
+	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/computefake"
 	"github.com/tpu-autoheal/autoheal/internal/computevm"
@@ -38,6 +38,10 @@ type targetFlags struct {
 	// TPU API is the target).
 	computeEndpoint string
 	fs              *flag.FlagSet
+	// computeAddr serves the simulated Compute Engine of a fleet file
+	// that holds instances on this address (autoheal simulate's
+	// --compute-addr; "" = a local test server).
+	computeAddr string
 
 	embedded []byte              // a fleet to use instead of --fleet (autoheal demo)
 	after    func(tpufake.Fleet) // called with the simulated fleet after the run
@@ -99,13 +103,13 @@ type target struct {
 	// policy in dry-run, and tpu refuses every mutation besides.
 	readOnly bool
 
-	legacy *tpulegacy.Client        // the v1 client of the real API, nil otherwise
+	legacy *tpulegacy.Client // the v1 client of the real API, nil otherwise
 	// compute is the instance path's Compute Engine (nil: none chosen;
 	// instance entries are recorded as skip); csrv the simulated one when
 	// the fleet file holds instances.
 	compute computevm.Instances
 	csrv    *computefake.Server
-	maint  remediate.MaintenanceTPU // the maintenance calls (read-only unless --apply on the real API)
+	maint   remediate.MaintenanceTPU // the maintenance calls (read-only unless --apply on the real API)
 }
 
 // open checks the flags and opens the control plane. It reads the fleet file
@@ -221,18 +225,27 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 	if t.embedded == nil {
 		// A fleet file that holds Compute Engine instances is also a
 		// simulated Compute Engine, on the same clock.
-		cf, err := computefake.ReadFleetFile(t.fleet)
+		cf, ok, err := computeFleet(t.fleet)
 		if err != nil {
 			tg.close()
 			return nil, usagef("--fleet: %v", err)
 		}
-		if len(cf.Instances) > 0 {
-			tg.csrv = computefake.New(cf, computefake.WithClock(func() time.Time {
+		if ok {
+			copts := []computefake.Option{computefake.WithClock(func() time.Time {
 				if t.simNow != nil {
 					return t.simNow()
 				}
 				return time.Now()
-			}))
+			})}
+			if t.computeAddr != "" {
+				ln, err := net.Listen("tcp", t.computeAddr)
+				if err != nil {
+					tg.close()
+					return nil, usagef("--compute-addr %s: %v", t.computeAddr, err)
+				}
+				copts = append(copts, computefake.WithListener(ln))
+			}
+			tg.csrv = computefake.New(cf, copts...)
 			svc, err := tg.csrv.Service(ctx)
 			if err != nil {
 				tg.close()
@@ -242,6 +255,23 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 		}
 	}
 	return tg, nil
+}
+
+// computeFleet reads the fleet file as a Compute Engine fleet; ok says it
+// holds instances. A file that does not parse as one is a TPU-only fleet (a
+// JSON array of TPU nodes reads as instances that are not), unless it is an
+// object with an "instances" key: then its instances are wrong, and that is
+// said rather than silently dropped.
+func computeFleet(path string) (f computefake.Fleet, ok bool, err error) {
+	f, err = computefake.ReadFleetFile(path)
+	if err != nil {
+		var obj map[string]json.RawMessage
+		if data, rerr := os.ReadFile(path); rerr == nil && json.Unmarshal(data, &obj) == nil && obj["instances"] != nil {
+			return computefake.Fleet{}, false, err
+		}
+		return computefake.Fleet{}, false, nil
+	}
+	return f, len(f.Instances) > 0, nil
 }
 
 // finish writes --fleet-out (when asked for) and stops the simulated control
