@@ -273,7 +273,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		tg.close()
 		return err
 	}
-	vms := replayInstances(tg, store, rec, cfg, clockFn, sealer)
+	vms := instancePath(tg.compute, computevm.NewMemory(), store, rec, cfg, clockFn, sealer, replayHolder)
 
 	// The run continues the recoveries it started or resumed; the in-memory
 	// ledger holds no others.

@@ -49,14 +49,26 @@ func brokenInstances(t *testing.T) (*computefake.Server, string) {
 	return srv, strings.Join(entries, "\n") + "\n"
 }
 
-// instanceReplayInputs writes a combined fleet file ({"nodes": [...],
-// "instances": [...]}: the TPU fleet's first node beside brokenInstances'
-// fleet as it is after the host errors) and the hostError entries. It returns
-// the fleet file and the entries file.
+// instanceReplayInputs writes a combined fleet file of brokenInstances'
+// fleet as it is after the host errors (combinedFleet) and the hostError
+// entries. It returns the fleet file and the entries file.
 func instanceReplayInputs(t *testing.T) (fleetPath, entriesPath string) {
 	t.Helper()
 	srv, entries := brokenInstances(t)
 	defer srv.Close()
+	fleetPath = combinedFleet(t, srv)
+	entriesPath = filepath.Join(t.TempDir(), "entries.jsonl")
+	if err := os.WriteFile(entriesPath, []byte(entries), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return fleetPath, entriesPath
+}
+
+// combinedFleet writes a fleet file {"nodes": [...], "instances": [...]}:
+// the TPU fleet's first node beside srv's fleet as it is now. It returns its
+// path.
+func combinedFleet(t *testing.T, srv *computefake.Server) string {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := srv.Fleet().Write(&buf); err != nil {
 		t.Fatal(err)
@@ -72,15 +84,11 @@ func instanceReplayInputs(t *testing.T) (fleetPath, entriesPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	fleetPath, entriesPath = filepath.Join(dir, "fleet.json"), filepath.Join(dir, "entries.jsonl")
-	if err := os.WriteFile(fleetPath, data, 0o600); err != nil {
+	path := filepath.Join(t.TempDir(), "fleet.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(entriesPath, []byte(entries), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return fleetPath, entriesPath
+	return path
 }
 
 // oneNode is the first node of testdata/fleet.json as a JSON array (the TPU

@@ -101,6 +101,17 @@ func TestJSONOutputMatchesItsSchema(t *testing.T) {
 	lines("sweep", r.stdout)
 	r = runCLI(t, nil, "demo", "--format", "json")
 	lines("demo", r.stdout)
+	// Compute Engine TPU VMs: replayed instance entries (start, a dry-run
+	// would-start), and a sweep over instances (held, prepare).
+	instFleet, instEntries := instanceReplayInputs(t)
+	r = runCLI(t, nil, "replay", "--format", "json", "--fleet", instFleet, instEntries)
+	lines("replay of instance entries", r.stdout)
+	r = runCLI(t, nil, "replay", "--format", "json", "--dry-run", "--fleet", instFleet, instEntries)
+	lines("replay --dry-run of instance entries", r.stdout)
+	csrv := noticeFleet(t)
+	defer csrv.Close()
+	r = runCLI(t, nil, "sweep", "--format", "json", "--tpu-endpoint", oneNodeTPU(t).URL(), "--compute-endpoint", csrv.URL(), "--projects", "acme-ml", "--zones", "us-central1-c", "--apply")
+	lines("sweep over instances", r.stdout)
 
 	// report: one incident a line.
 	r = runCLI(t, nil, "report", "--format", "json", "../../internal/report/testdata/night.jsonl")

@@ -365,14 +365,24 @@ func (readOnlyCompute) ReportHostAsFaulty(context.Context, computevm.Ref, string
 }
 
 // checkZones refuses, before any work, a zone the control plane does not
-// know: on the simulated fleet, a zone none of its nodes is in; on the real
-// API, one whose listing answers NOT FOUND.
+// know: on the simulated fleet, a zone none of its nodes (nor, with a
+// simulated Compute Engine, its instances) is in; on the real API, one whose
+// listing answers NOT FOUND (from the TPU API, and from Compute Engine too
+// when it is a target: a Compute Engine TPU VM's zone need not be a TPU API
+// location).
 func (tg *target) checkZones(ctx context.Context, projects, zones []string) error {
 	if tg.srv != nil {
 		known := map[string]bool{}
 		for _, n := range tg.srv.Fleet().Nodes {
 			if _, z := remediate.NodeProjectZone(n.Name); z != "" {
 				known[z] = true
+			}
+		}
+		if tg.csrv != nil {
+			for _, in := range tg.csrv.Fleet().Instances {
+				if z := in.Zone[strings.LastIndexByte(in.Zone, '/')+1:]; z != "" {
+					known[z] = true
+				}
 			}
 		}
 		for _, z := range zones {
@@ -385,8 +395,14 @@ func (tg *target) checkZones(ctx context.Context, projects, zones []string) erro
 	for _, p := range projects {
 		for _, z := range zones {
 			parent := "projects/" + p + "/locations/" + z
-			if _, _, err := tg.tpu.ListNodes(ctx, parent, ""); remediate.IsNotFound(err) {
+			if _, _, err := tg.tpu.ListNodes(ctx, parent, ""); !remediate.IsNotFound(err) {
+				continue
+			}
+			if tg.compute == nil {
 				return usagef("--zones %s: no such zone: the TPU API has no location %s", z, parent)
+			}
+			if _, err := tg.compute.ListOptedIn(ctx, p, z); remediate.IsNotFound(err) {
+				return usagef("--zones %s: no such zone: neither the TPU API (location %s) nor Compute Engine (projects/%s/zones/%s) knows it", z, parent, p, z)
 			}
 		}
 	}
