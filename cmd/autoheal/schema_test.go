@@ -171,6 +171,16 @@ func TestJSONOutputMatchesItsSchema(t *testing.T) {
 		t.Fatalf("status does not list one of each (%v):\n%s", err, out)
 	}
 	check("status", "status.schema.json", []byte(out))
+	// Compute Engine slices: one broken, one healthy.
+	withInstanceSlices(t, keptSlices(t, now))
+	out, err = runLedgerCmd(t, "status", "--format", "json", "--breaker", "1/1h", "--ledger-project", "host-proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.InstanceSlices) != 2 {
+		t.Fatalf("status does not list the two instance slices (%v):\n%s", err, out)
+	}
+	check("status with instance slices", "status.schema.json", []byte(out))
 	for _, n := range []string{cliNode, cliNodeB, "projects/proj-a/locations/us-central2-b/nodes/never-seen"} {
 		out, err = runLedgerCmd(t, "status", "--format", "json", "--node", n, "--ledger-project", "host-proj")
 		if err != nil {
