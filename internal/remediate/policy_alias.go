@@ -202,6 +202,11 @@ func NodeProjectZone(node string) (project, zone string) { return policy.NodePro
 // RecoveryAge is policy.RecoveryAge.
 func RecoveryAge(rec Recovery, now time.Time) time.Duration { return policy.RecoveryAge(rec, now) }
 
+// ClearedPauseTime is policy.ClearedPauseTime.
+func ClearedPauseTime(p Pause, standing []Pause, rec Recovery, now time.Time) time.Duration {
+	return policy.ClearedPauseTime(p, standing, rec, now)
+}
+
 // PausedTime is policy.PausedTime.
 func PausedTime(p Pause, rec Recovery, now time.Time) time.Duration {
 	return policy.PausedTime(p, rec, now)
