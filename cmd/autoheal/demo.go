@@ -25,7 +25,9 @@ testdata/replay/incident.jsonl) against a simulated TPU control plane seeded
 with a bundled fleet (a copy of testdata/fleet.json), through exactly the
 code the Cloud Function runs, and prints every decision, how each recovery
 ended, and the fleet as it is after the run; then a second simulated fleet
-where a maintenance notice becomes prepare and maintain; then the report of
+where a maintenance notice becomes prepare and maintain; a simulated Compute
+Engine where one VM's host error in a 4-VM TPU7x slice becomes one
+recreateInstances of the slice; then the report of
 what the incident cost. Needs no credentials and no network.
 
 It decides each entry at its own timestamp (--clock event) and the
@@ -98,6 +100,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if err := demoMaintenance(ctx, stdout); err != nil {
+		return err
+	}
+	if err := demoTPU7x(ctx, stdout); err != nil {
 		return err
 	}
 	if rerr := writeDemoReport(ctx, records, *clock, stdout, stderr); rerr != nil {

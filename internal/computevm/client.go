@@ -24,6 +24,7 @@ package computevm
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/internal/endpoint"
 	"github.com/tpu-autoheal/autoheal/internal/failure"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
 // OptInFilter is the instances.list filter of the opted-in instances.
@@ -285,4 +287,39 @@ func RequestID(key string) string {
 	h[6] = h[6]&0x0f | 0x50 // version 5-style (name-based)
 	h[8] = h[8]&0x3f | 0x80 // RFC 4122 variant
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+// GuestCheckpoint is the guest's autoheal/checkpoint report of an instance,
+// read with instances.getGuestAttributes (queryPath autoheal/); ok false
+// when the guest wrote none (404: nothing under the path) or the value is
+// not a report.
+func (c *Client) GuestCheckpoint(ctx context.Context, r Ref) (rep remediate.CheckpointReport, ok bool, _ error) {
+	ga, err := c.svc.Instances.GetGuestAttributes(r.Project, r.Zone, r.Name).QueryPath(remediate.CheckpointNamespace + "/").Context(ctx).Do() // rest: compute.instances.getGuestAttributes
+	if err != nil {
+		if err := classify(err); !failure.IsNotFound(err) {
+			return rep, false, fmt.Errorf("get guest attributes of %s: %w", r, err)
+		}
+		return rep, false, nil
+	}
+	if ga.QueryValue == nil {
+		return rep, false, nil
+	}
+	for _, it := range ga.QueryValue.Items {
+		if it != nil && it.Namespace == remediate.CheckpointNamespace && it.Key == remediate.CheckpointKey {
+			if json.Unmarshal([]byte(it.Value), &rep) == nil && rep.Notice != "" {
+				return rep, true, nil
+			}
+		}
+	}
+	return rep, false, nil
+}
+
+// PerformMaintenance starts an instance's announced maintenance now
+// (allowed while its notice is PENDING with canReschedule).
+func (c *Client) PerformMaintenance(ctx context.Context, r Ref, requestID string) (string, error) {
+	op, err := c.svc.Instances.PerformMaintenance(r.Project, r.Zone, r.Name).RequestId(requestID).Context(ctx).Do() // rest: compute.instances.performMaintenance
+	if err != nil {
+		return "", fmt.Errorf("perform maintenance of %s: %w", r, classify(err))
+	}
+	return op.Name, nil
 }

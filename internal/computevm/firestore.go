@@ -164,12 +164,21 @@ func (f *Firestore) Evidence(ctx context.Context, instances []string) ([]vmpolic
 }
 
 type sliceDoc struct {
-	Since      time.Time    `firestore:"since"`
-	Action     string       `firestore:"action"`
-	At         time.Time    `firestore:"at"`
-	Operations []string     `firestore:"operations"`
-	Unknown    []unknownDoc `firestore:"unknown"`
-	Faulty     []faultyDoc  `firestore:"faulty"`
+	Since      time.Time       `firestore:"since"`
+	Action     string          `firestore:"action"`
+	At         time.Time       `firestore:"at"`
+	Operations []string        `firestore:"operations"`
+	Unknown    []unknownDoc    `firestore:"unknown"`
+	Faulty     []faultyDoc     `firestore:"faulty"`
+	Maintained []maintainedDoc `firestore:"maintained"`
+}
+
+type maintainedDoc struct {
+	Instance  string    `firestore:"instance"`
+	ID        int64     `firestore:"id"`
+	Window    string    `firestore:"window"`
+	At        time.Time `firestore:"at"`
+	Operation string    `firestore:"operation"`
 }
 
 type faultyDoc struct {
@@ -207,6 +216,9 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 		//lint:ignore S1016 the document and the domain type stay apart on purpose: a field added to one must not change the other's shape unseen
 		st.Faulty = append(st.Faulty, FaultyReport{Instance: f.Instance, At: f.At, Operation: f.Operation})
 	}
+	for _, m := range d.Maintained {
+		st.Maintained = append(st.Maintained, MaintenanceSent{Instance: m.Instance, ID: uint64(m.ID), Window: m.Window, At: m.At, Operation: m.Operation})
+	}
 	return st, nil
 }
 
@@ -219,6 +231,10 @@ func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) err
 	for _, r := range st.Faulty {
 		//lint:ignore S1016 the document and the domain type stay apart on purpose: a field added to one must not change the other's shape unseen
 		d.Faulty = append(d.Faulty, faultyDoc{Instance: r.Instance, At: r.At, Operation: r.Operation})
+	}
+	for _, m := range st.Maintained {
+		// Firestore integers are signed 64-bit: the id's bits are kept as they are.
+		d.Maintained = append(d.Maintained, maintainedDoc{Instance: m.Instance, ID: int64(m.ID), Window: m.Window, At: m.At, Operation: m.Operation})
 	}
 	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, d) // rest: firestore.projects.databases.documents.commit
 	return err

@@ -31,6 +31,8 @@ type Instances interface {
 	MIGIsSlice(ctx context.Context, mig string) (bool, error)
 	SetMetadataKey(ctx context.Context, r Ref, in *compute.Instance, key, value string) (string, error)
 	ReportHostAsFaulty(ctx context.Context, r Ref, description, requestID string) (string, error)
+	GuestCheckpoint(ctx context.Context, r Ref) (remediate.CheckpointReport, bool, error)
+	PerformMaintenance(ctx context.Context, r Ref, requestID string) (string, error)
 }
 
 var _ Instances = (*Client)(nil)
@@ -389,7 +391,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	for _, m := range members {
 		names = append(names, m.ref.String())
 		o := Observe(m.ref, m.in, m.spec)
-		o.NoPrepare = r.maintenanceOff(m.in)
+		mode := r.maintenanceMode(m.in)
+		o.NoPrepare, o.Early = mode == remediate.MaintenanceOff, mode == remediate.MaintenanceEarly
+		o.Maintained = state.maintained(m.ref.String(), o.ID)
 		o.FaultyReported = state.faultyReported(m.ref.String())
 		if m.in == nil {
 			o.Seen = m.saved.Seen
@@ -399,6 +403,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		}
 		observed = append(observed, o)
 	}
+	seen := r.checkpoints(ctx, members, observed)
 	evidence, err := r.Store.Evidence(ctx, names)
 	if err != nil {
 		return remediate.Record{}, fmt.Errorf("read evidence of %s: %w", key, err)
@@ -412,6 +417,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		return remediate.Record{}, err
 	}
 	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, Now: now}, r.Policy)
+	if len(seen) > 0 {
+		dec.Reason += " (" + strings.Join(seen, "; ") + ")"
+	}
 	healthy := true
 	for _, o := range observed {
 		healthy = healthy && o.Found && o.Status == vmpolicy.StatusRunning
@@ -496,6 +504,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		}
 		r.write(ctx, &out)
 		return out, nil
+	}
+	if dec.Action == vmpolicy.ActionMaintain {
+		return r.maintain(ctx, start, ev, key, dec, members, state)
 	}
 	if dec.Action == vmpolicy.ActionReportFaulty {
 		return r.reportFaulty(ctx, start, ev, key, dec, members, evidence, state)
@@ -624,16 +635,16 @@ func personDeleted(evidence []vmpolicy.Evidence, instance string) bool {
 	return last != nil && last.Kind == vmpolicy.EvidencePerson && strings.HasSuffix(last.Method, ".delete")
 }
 
-// maintenanceOff reports whether the instance's maintenance mode is off:
-// its label tpu-autoheal-maintenance when valid, else the configured mode.
-func (r *Recovery) maintenanceOff(in *compute.Instance) bool {
+// maintenanceMode is the instance's maintenance mode: its label
+// tpu-autoheal-maintenance when valid, else the configured mode.
+func (r *Recovery) maintenanceMode(in *compute.Instance) string {
 	mode := r.Config.MaintenanceMode
 	if in != nil {
 		if v := in.Labels[remediate.MaintenanceLabel]; v == remediate.MaintenanceOff || v == remediate.MaintenancePrepare || v == remediate.MaintenanceEarly {
 			mode = v
 		}
 	}
-	return mode == remediate.MaintenanceOff
+	return mode
 }
 
 // prepare writes the maintenance notice into metadata autoheal-maintenance

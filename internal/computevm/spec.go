@@ -99,6 +99,7 @@ func Observe(ref Ref, in, spec *compute.Instance) vmpolicy.Instance {
 	o.ReservationBound = in.Scheduling != nil && in.Scheduling.ProvisioningModel == "RESERVATION_BOUND"
 	if rs := in.ResourceStatus; rs != nil && rs.UpcomingMaintenance != nil && rs.UpcomingMaintenance.MaintenanceStatus == "PENDING" {
 		o.Maintenance = rs.UpcomingMaintenance.WindowStartTime
+		o.CanReschedule = rs.UpcomingMaintenance.CanReschedule
 	}
 	var sent remediate.MaintenanceNotice
 	if v := metadataValue(in, remediate.NoticeMetadataKey); v != "" && json.Unmarshal([]byte(v), &sent) == nil {

@@ -71,6 +71,30 @@ type SliceState struct {
 	Unknown []UnknownCall
 	// Faulty are the faulty-host reports sent, the newest per instance.
 	Faulty []FaultyReport
+	// Maintained are the performMaintenance calls sent (mode early), one
+	// per instance id and window: never sent again for that window.
+	Maintained []MaintenanceSent
+}
+
+// MaintenanceSent is one instances.performMaintenance sent, or whose
+// answer was lost or unclear (it may have taken effect).
+type MaintenanceSent struct {
+	Instance  string // projects/P/zones/Z/instances/I
+	ID        uint64 // the instance id it was sent to
+	Window    string // the notice's windowStartTime
+	At        time.Time
+	Operation string
+}
+
+// maintained is the window performMaintenance was sent for to the
+// instance with that id, "" for none.
+func (s SliceState) maintained(instance string, id uint64) string {
+	for _, m := range s.Maintained {
+		if m.Instance == instance && m.ID == id {
+			return m.Window
+		}
+	}
+	return ""
 }
 
 // FaultyReport is one instances.reportHostAsFaulty sent.

@@ -524,6 +524,13 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 		// The very node whose spec we saved: our delete never happened.
 		rec.Phase = PhaseDeleting
 		return rec, Effect{Kind: EffectDelete, Target: rec.Node}
+	case node.State == "CREATING":
+		// Still being made, without our label (yet): our own create whose
+		// answer was lost may explain it (a label applied later, a lagged
+		// read, a person's relabel of it). One read of a node not made yet
+		// is no evidence it is someone else's: look again; a create that
+		// fails takes it away, and ours is sent again.
+		return wait(rec, now, cfg, fmt.Sprintf("node is %s without label %s=%d: not judged while CREATING", Describe(node), GenerationLabel, rec.Generation), false)
 	}
 	return CloseRecovery(rec, fmt.Sprintf("node already existed when recreating it (%s, id %d, no label %s=%d): created by someone else; left as it is",
 		Describe(node), node.Id, GenerationLabel, rec.Generation)), Effect{}

@@ -211,7 +211,7 @@ func TestAdvance(t *testing.T) {
 		{name: "creating, node NOT FOUND, a person's delete since our create in evidence: closed", rec: rec(PhaseCreating, answered, func(r *Recovery) { r.CreateSentAt = now.Add(-time.Minute) }, kept("alice@acme.example", "op-9", now.Add(-10*time.Second))),
 			res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed, check: closedNaming("alice@acme.example")},
 		{name: "created, our node still CREATING: counted wait", rec: rec(PhaseCreated), obs: Observation{Node: ours("CREATING")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreated, wantWait: true},
-		{name: "failed before Step, node gone after our delete: deleted, create", rec: rec(PhaseFailed, func(r *Recovery) { r.DeleteSent = true }), res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectCreate},
+		{name: "failed before Step, node gone after our delete: deleting, the evidence rule waits (no create on one read)", rec: rec(PhaseFailed, func(r *Recovery) { r.DeleteSent = true }), res: StepResult{Effect: EffectGet}, wantPhase: PhaseDeleting, wantWait: true},
 		{name: "failed before Step, node gone, never deleted by us: closed", rec: rec(PhaseFailed), res: StepResult{Effect: EffectGet}, wantPhase: PhaseClosed},
 		{name: "failed before Step, our node with a create operation: look at the operation", rec: rec(PhaseFailed, withCreateOp), obs: Observation{Node: ours("READY")}, res: StepResult{Effect: EffectGet}, wantPhase: PhaseCreating, wantEff: EffectPoll},
 		{name: "done before Step: terminal", rec: rec(PhaseDone), wantPhase: PhaseDone},

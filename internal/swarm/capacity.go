@@ -219,6 +219,14 @@ func (w *world) stepCapacity(now time.Time) {
 	for _, n := range fleet.Nodes {
 		nodes[n.Name] = n
 	}
+	// The node a person made last (their recreate copies our labels) is
+	// not our direct create's: its create's first audit entry names them.
+	madeBy := map[string]string{}
+	for _, e := range w.fake.AuditLog() {
+		if e.First && strings.HasSuffix(e.Method, ".CreateNode") {
+			madeBy[e.Resource] = e.Principal
+		}
+	}
 	live := map[string][]string{}
 	for _, qr := range fleet.QueuedResources {
 		switch qrState(qr) {
@@ -227,7 +235,7 @@ func (w *world) stepCapacity(now time.Time) {
 		}
 		node := qrNode(qr)
 		live[node] = append(live[node], short(qr.Name))
-		if n := nodes[node]; n != nil && n.QueuedResource == "" && n.State != "DELETING" && n.Labels[policy.GenerationLabel] != "" {
+		if n := nodes[node]; n != nil && n.QueuedResource == "" && n.State != "DELETING" && n.Labels[policy.GenerationLabel] != "" && madeBy[node] == Us {
 			w.capViolation("double:"+node, "%s: our queued resource %s is %s while our direct create's node (generation %s) exists, at +%v",
 				short(node), short(qr.Name), qrState(qr), n.Labels[policy.GenerationLabel], now.Sub(t0))
 		}

@@ -63,16 +63,16 @@ var Enabled = []Kind{
 	PersonDelete, PersonRecreate, PersonRelabel, PersonStop, PersonMaintenance, PersonPause, Unaudited,
 	LedgerAbort, LedgerLostCommit,
 	Forged,
-	// Stockout and QueueFail are off: seeds 1656 and 2879 of -kinds all
-	// break an invariant (docs/testing.md). 1656: a create whose
-	// operation ended in the stockout, then a NOT FOUND read that lagged
-	// its effect, and the queue made a queued resource beside our node.
-	// 2879: a create whose answer was lost while capacity was short; the
-	// retry's ALREADY_EXISTS found the node without our label and closed
-	// the recovery as someone else's, then the node went with its
-	// stockout. Seeds 109 and 5 were fixed (the queue reads the node
-	// before its first queued resource; an opt-out read while our create
-	// runs does not close the recovery).
+	Stockout, QueueFail,
+	// Stockout and QueueFail are on since seeds 1656 and 2879 of -kinds
+	// all keep the invariants: 1656's check took a person's recreate
+	// (our labels copied) of the node our queued resource made for our
+	// direct create's node; 2879's create, its answer lost, read the node
+	// CREATING without our label (a person relabelled it) and closed as
+	// someone else's — a CREATING node is no longer judged. Seeds 109 and
+	// 5 were fixed before (the queue reads the node before its first
+	// queued resource; an opt-out read while our create runs does not
+	// close the recovery).
 	// PersonDelete is on since a paused look that sees the create finished
 	// (READY with our generation label) keeps that in the ledger: a
 	// person's delete during the pause, its audit entry lost, no longer

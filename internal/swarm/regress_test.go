@@ -40,6 +40,8 @@ func TestSwarmRegressions(t *testing.T) {
 			"a person deletes and recreates the node while our delete is refused: the recovery closed \"our delete did not happen\" without naming the person's delete and create"},
 		{109, capKinds, "our create's operation ended in the stockout but the node was made all the same: queued beside it, then abandoned with the node READY"},
 		{5, capKinds, "a person opts the node out while our create runs, then the create ends in a stockout: the recovery closed on the opt-out and the node, gone, was lost"},
+		{1656, capKinds, "a person recreates, our labels copied, the node our ACTIVE queued resource made: the check took their node for our direct create's beside the queue"},
+		{2879, capKinds, "a create whose answer was lost while capacity was short: its ALREADY_EXISTS read the node CREATING without our label (a person relabelled it) and closed the recovery as someone else's; the node then went with its stockout"},
 	} {
 		t.Run(fmt.Sprint(tc.seed), func(t *testing.T) {
 			kinds, err := ParseKinds(tc.kinds)

@@ -30,7 +30,8 @@ const (
 	ActionRecreate          Action = "recreate"          // instances.insert of each target from its saved spec
 	ActionRecreateInstances Action = "recreateInstances" // instanceGroupManagers.recreateInstances of the targets
 	ActionHeld              Action = "held"
-	ActionPrepare           Action = "prepare" // instances.setMetadata autoheal-maintenance on each target
+	ActionPrepare           Action = "prepare"  // instances.setMetadata autoheal-maintenance on each target
+	ActionMaintain          Action = "maintain" // instances.performMaintenance on each target (mode early)
 	// ActionReportFaulty is instances.reportHostAsFaulty of each target
 	// (IMMEDIATE, CHIP_ERROR): opt-in, Config.FaultyHosts.
 	ActionReportFaulty Action = "reportHostAsFaulty"
@@ -38,7 +39,7 @@ const (
 
 // Mutates reports whether a is a call that changes an instance.
 func (a Action) Mutates() bool {
-	return a == ActionStart || a == ActionRecreate || a == ActionRecreateInstances || a == ActionPrepare || a == ActionReportFaulty
+	return a == ActionStart || a == ActionRecreate || a == ActionRecreateInstances || a == ActionPrepare || a == ActionMaintain || a == ActionReportFaulty
 }
 
 // Status values of a Compute Engine instance (compute/v1 Instance.status).
@@ -87,6 +88,15 @@ type Instance struct {
 	Maintenance string
 	Notified    string
 	NoPrepare   bool
+	// Early: its maintenance mode is early. CanReschedule is the PENDING
+	// notice's canReschedule; Checkpoint the notice (window start) its
+	// guest's autoheal/checkpoint reports, "" for none read; Maintained
+	// the window this project sent instances.performMaintenance for, ""
+	// for none (per instance id: a VM made again under the name has not).
+	Early         bool
+	CanReschedule bool
+	Checkpoint    string
+	Maintained    string
 	// ReservationBound is scheduling.provisioningModel RESERVATION_BOUND:
 	// only such a VM's host can be reported faulty.
 	ReservationBound bool
@@ -386,9 +396,65 @@ func prepare(slice []Instance) Decision {
 		}
 	}
 	if len(targets) == 0 {
-		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s: the notice is delivered to every instance", notice)}
+		return early(slice, notice)
 	}
 	return Decision{Action: ActionPrepare, Reason: fmt.Sprintf("maintenance at %s: ask the workload to checkpoint now", notice), Targets: targets}
+}
+
+// early is the decision about a slice whose every instance holds the
+// notice: in mode early, once every guest reported its checkpoint for it and
+// every notice can be rescheduled, start the maintenance now
+// (instances.performMaintenance), once per instance and window.
+//
+// All or nothing: a multi-host slice is maintained only when every one of
+// its instances holds the same PENDING notice, can be rescheduled and
+// reported the checkpoint; then one performMaintenance per instance not
+// yet sent (Compute Engine maintains a multi-host slice as a whole, so the
+// first call may start it for all; a later VM's call is then refused and
+// counted as sent, see computevm.Recovery.maintain). One instance in
+// another mode keeps the whole slice at prepare.
+func early(slice []Instance, notice string) Decision {
+	delivered := fmt.Sprintf("maintenance at %s: the notice is delivered to every instance", notice)
+	var targets, missing, fixed []string
+	for _, i := range slice {
+		if !i.Early {
+			return Decision{Action: ActionRecord, Reason: delivered}
+		}
+		switch {
+		case sameTime(i.Maintained, notice):
+			continue
+		case !sameTime(i.Maintenance, notice):
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s; %s has no PENDING notice for this window: not started early", delivered, i.Name)}
+		case !i.CanReschedule:
+			fixed = append(fixed, i.Name)
+		case !sameTime(i.Checkpoint, notice):
+			missing = append(missing, i.Name)
+		}
+		targets = append(targets, i.Name)
+	}
+	switch {
+	case len(targets) == 0:
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s: started early on every instance", notice)}
+	case len(fixed) > 0:
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s; cannot be started early (canReschedule false): %s", delivered, strings.Join(fixed, ", "))}
+	case len(missing) > 0:
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s; waiting for the checkpoint of %s", delivered, strings.Join(missing, ", "))}
+	}
+	return Decision{Action: ActionMaintain, Reason: fmt.Sprintf("maintenance at %s: every guest reported its checkpoint; start it now", notice), Targets: targets}
+}
+
+// sameTime reports whether two RFC 3339 times name the same instant
+// (Compute Engine writes Pacific time, a guest may write UTC).
+func sameTime(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	ta, err1 := time.Parse(time.RFC3339Nano, a)
+	tb, err2 := time.Parse(time.RFC3339Nano, b)
+	if err1 != nil || err2 != nil {
+		return a == b
+	}
+	return ta.Equal(tb)
 }
 
 // MethodHostError is the system event a faulty-host report counts.

@@ -21,3 +21,10 @@ var Incident []byte
 //
 //go:embed maintenance.json
 var Maintenance []byte
+
+// TPU7x is the simulated Compute Engine fleet of the demo's third part: a
+// 4-VM tpu7x multi-host slice in a managed instance group
+// (internal/computefake/testdata/fleet.json's slice-mig).
+//
+//go:embed tpu7x.json
+var TPU7x []byte
