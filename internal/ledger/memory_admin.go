@@ -32,8 +32,8 @@ func (m *Memory) ClearPause(ctx context.Context, p remediate.Pause) (bool, error
 	stored, ok := m.pauses[k]
 	if ok {
 		// The time it held recoveries back does not count toward their
-		// age bound (remediate.RecoveryAge).
-		// (remediate.RecoveryAge), counted once where pauses overlap.
+		// age bound (remediate.RecoveryAge), counted once where pauses
+		// overlap.
 		now := m.clock()
 		var standing []remediate.Pause
 		for pk, q := range m.pauses {
