@@ -47,6 +47,7 @@ func newInstances(ctx context.Context, cfg Config, d *deps, rc remediate.Config,
 	}
 	pc := vmpolicy.DefaultConfig()
 	pc.StuckGrace = cfg.StuckGrace
+	pc.CheckpointTimeout = cfg.CheckpointTimeout
 	pc.FaultyHosts, _ = vmpolicy.ParseFaultyHosts(cfg.ReportFaultyHosts) // validated by Validate
 	return &computevm.Recovery{
 		Compute: d.compute, Store: d.vmStore, Ledger: d.store, Recorder: d.recorder,

@@ -171,6 +171,8 @@ type sliceDoc struct {
 	Unknown    []unknownDoc    `firestore:"unknown"`
 	Faulty     []faultyDoc     `firestore:"faulty"`
 	Maintained []maintainedDoc `firestore:"maintained"`
+	// CheckpointLate: SliceState.CheckpointLate.
+	CheckpointLate string `firestore:"checkpointLate"`
 }
 
 type maintainedDoc struct {
@@ -208,7 +210,7 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 	if err := s.DataTo(&d); err != nil {
 		return SliceState{}, err
 	}
-	st := SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations}
+	st := SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations, CheckpointLate: d.CheckpointLate}
 	for _, u := range d.Unknown {
 		st.Unknown = append(st.Unknown, UnknownCall{Instance: u.Instance, Action: vmpolicy.Action(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
 	}
@@ -224,7 +226,7 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 
 // SetSlice implements Store.
 func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) error {
-	d := sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations}
+	d := sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations, CheckpointLate: st.CheckpointLate}
 	for _, u := range st.Unknown {
 		d.Unknown = append(d.Unknown, unknownDoc{Instance: u.Instance, Action: string(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
 	}

@@ -403,7 +403,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		}
 		observed = append(observed, o)
 	}
-	seen := r.checkpoints(ctx, members, observed)
+	seen := r.checkpoints(ctx, members, observed, state.CheckpointLate)
 	evidence, err := r.Store.Evidence(ctx, names)
 	if err != nil {
 		return remediate.Record{}, fmt.Errorf("read evidence of %s: %w", key, err)
@@ -416,7 +416,10 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	if err != nil {
 		return remediate.Record{}, err
 	}
-	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, Now: now}, r.Policy)
+	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, CheckpointLate: state.CheckpointLate, Now: now}, r.Policy)
+	if err := r.keepLate(ctx, key, &state, dec); err != nil {
+		return remediate.Record{}, err
+	}
 	if len(seen) > 0 {
 		dec.Reason += " (" + strings.Join(seen, "; ") + ")"
 	}
