@@ -183,6 +183,8 @@ type Server struct {
 	succeeded map[string]int
 	audit     []LogEntry
 	entrySeq  int
+	effects   []Effect // effects.go
+	acting    string   // the person a Person… helper acts as, "" for the API's caller
 }
 
 type countKey struct{ method, resource string }
