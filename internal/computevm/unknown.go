@@ -60,7 +60,9 @@ func inEffect(c UnknownCall, m member) bool {
 	case vmpolicy.ActionRecreate:
 		return m.in != nil
 	case vmpolicy.ActionStart:
-		return m.in == nil || m.in.Status != vmpolicy.StatusTerminated
+		// Only a read that found it: a listing that missed the
+		// instance, or a lagged NOT FOUND, says nothing of the start.
+		return m.in != nil && m.in.Status != vmpolicy.StatusTerminated
 	}
 	return true
 }
