@@ -24,6 +24,10 @@ type Options struct {
 	Fleet computefake.Fleet
 	// Kinds are the kinds of fault drawn (nil: Enabled).
 	Kinds []Kind
+	// engine, when set, wraps what the Recovery calls (the checker's own
+	// tests break the engine with it); afterSweep runs after every sweep.
+	engine     func(computevm.Instances) computevm.Instances
+	afterSweep func(context.Context, *computevm.Client)
 }
 
 // Result is what one run did and which invariants it broke.
@@ -102,6 +106,7 @@ type delivery struct {
 
 type world struct {
 	plan   Plan
+	opts   Options
 	clock  *clock
 	fake   *computefake.Server
 	client *computevm.Client
@@ -146,7 +151,7 @@ func newWorld(ctx context.Context, p Plan, opts Options, res *Result) (*world, e
 		fake.Close()
 		return nil, err
 	}
-	w := &world{plan: p, clock: c, fake: fake, client: client, store: computevm.NewMemory(), ledger: ledger.NewMemory(ledger.WithClock(c.now)),
+	w := &world{plan: p, opts: opts, clock: c, fake: fake, client: client, store: computevm.NewMemory(), ledger: ledger.NewMemory(ledger.WithClock(c.now)),
 		sealer: seal.RandomLocalKeys(), crash: &crasher{}, out: &recorder{}, res: res}
 	w.rec = w.newRecovery()
 	return w, nil
@@ -155,8 +160,12 @@ func newWorld(ctx context.Context, p Plan, opts Options, res *Result) (*world, e
 // newRecovery is a new process of the function: nothing in memory, the
 // same store, ledger and keys.
 func (w *world) newRecovery() *computevm.Recovery {
+	var compute computevm.Instances = crashCompute{i: w.client, c: w.crash}
+	if w.opts.engine != nil {
+		compute = w.opts.engine(compute)
+	}
 	return &computevm.Recovery{
-		Compute: crashCompute{i: w.client, c: w.crash}, Store: crashStore{s: w.store, c: w.crash},
+		Compute: compute, Store: crashStore{s: w.store, c: w.crash},
 		Ledger: crashLedger{Memory: w.ledger, c: w.crash}, Recorder: w.out,
 		Config: remediate.DefaultConfig(), Policy: vmpolicy.DefaultConfig(), Holder: "vmswarm", Now: w.clock.now,
 		Sealer: w.sealer,
@@ -364,6 +373,9 @@ func (w *world) sweep(ctx context.Context) {
 	before := w.count(calledMethods, "")
 	_, _ = w.rec.Sweep(ctx, []string{Project}, []string{ZoneC, ZoneE})
 	w.res.Sweeps++
+	if w.opts.afterSweep != nil {
+		w.opts.afterSweep(ctx, w.client)
+	}
 	w.maxPerDelivery = max(w.maxPerDelivery, w.count(calledMethods, "")-before)
 	if w.crash.restart() {
 		w.rec = w.newRecovery()
