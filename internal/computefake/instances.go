@@ -599,6 +599,32 @@ func (s *Server) setMetadata(t ref, body []byte, fail *FailRule) (*operation, *a
 	return s.launch(op, s.delays["setMetadata"], nil), nil
 }
 
+// otherMetadataWrite is someone else's write of the named keys of the
+// instance's metadata (FailRule.OtherWriter): the other keys kept, the
+// fingerprint moved even when a value is the one already there (their write
+// is a new version). No audit entry: the writer is not the API's caller.
+// Called with s.mu held; an instance that does not exist is left to the call
+// to report.
+func (s *Server) otherMetadataWrite(t ref, set map[string]string) {
+	in, e := s.lookup(t)
+	if e != nil {
+		return
+	}
+	var items []*compute.MetadataItems
+	for _, it := range in.res.Metadata.Items {
+		if _, ok := set[it.Key]; !ok {
+			items = append(items, it)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		items = append(items, &compute.MetadataItems{Key: k, Value: new(set[k])})
+	}
+	s.otherWrites++
+	in.res.Metadata = &compute.Metadata{Kind: "compute#metadata", Items: items,
+		Fingerprint: fingerprint(fmt.Sprintf("%s/other-writer/%d", metadataFingerprint(items), s.otherWrites))}
+	s.changed(in)
+}
+
 func itemKey(it *compute.MetadataItems) string {
 	if it == nil {
 		return ""
