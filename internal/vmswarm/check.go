@@ -53,20 +53,22 @@ func ours(e computefake.Effect) bool {
 }
 
 // timeline is what changed and who changed it, oldest first: the fake's
-// effects, with people's stops, deletes and starts taken from its audit
+// effects, with Alice's stops, deletes and starts taken from its audit
 // log instead (a person's stop of a VM already TERMINATED changes nothing
-// but says the VM is to stay down: it holds the VM all the same).
+// but says the VM is to stay down: it holds the VM all the same, once its
+// entry reached the function; Bob's, whose entries never do, hold it only
+// by what they changed).
 func (w *world) timeline() []computefake.Effect {
 	var out []computefake.Effect
 	for _, e := range w.fake.Effects() {
-		if !isPerson(e.By) || e.What == "setLabels" {
+		if e.By != Alice || e.What == "setLabels" {
 			out = append(out, e)
 		}
 	}
 	for _, a := range w.fake.AuditEntries() {
 		p := a.ProtoPayload
 		what, ok := strings.CutPrefix(p.MethodName, "v1.compute.instances.")
-		if !isPerson(p.AuthenticationInfo.PrincipalEmail) || !ok || a.Operation == nil || !a.Operation.First || what == "setLabels" {
+		if p.AuthenticationInfo.PrincipalEmail != Alice || !ok || a.Operation == nil || !a.Operation.First || what == "setLabels" {
 			continue
 		}
 		at, err := time.Parse(time.RFC3339Nano, a.Timestamp)

@@ -158,13 +158,13 @@ var AllKinds = []Kind{CrashAfter, PageSkip, SliceDelete, Unaudited}
 //     decided from the two it saw, not held, and recreateInstances named
 //     those two (partial; the MIG recreated all four, undoing the stop).
 //     A MIG's slice is taken from the zone's listing, not from the MIG.
-//   - SliceDelete (seed 181): a person deletes one VM of the 4-VM slice
+//   - SliceDelete (seeds 181, 522): a person deletes one VM of the 4-VM slice
 //     whose MIG is stuck, then a host error breaks another; the engine
 //     never sees the deleted VM (a MIG's VMs have no saved spec and it is
 //     not listed) and sends recreateInstances for the three others, a
 //     partial action that the MIG carries out on the whole slice, making
 //     the deleted VM again.
-//   - Unaudited (seeds 12, 68, 74, 114 of -kinds all): a person stops a VM of a
+//   - Unaudited (seeds 12, 68, 528 of -kinds all): a person stops a VM of a
 //     MIG whose MIG is stuck and the stop's entry never comes; past the
 //     stuck grace the engine sends recreateInstances, undoing the stop —
 //     vmpolicy's MIG row does not ask for a system event as the
