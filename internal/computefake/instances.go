@@ -463,6 +463,7 @@ func (s *Server) insertInstance(rt route, q map[string][]string, body []byte, fa
 	op := s.startOp("instances.insert", in, fail)
 	d := s.delays["insert"]
 	if op.applies() {
+		s.effect(t.String(), "insert", s.actor())
 		s.boot(in, d, nil)
 		return s.launch(op, d, nil), nil
 	}
@@ -489,6 +490,7 @@ func (s *Server) deleteInstance(t ref, fail *FailRule) (*operation, *apiError) {
 	if !op.applies() {
 		return s.launch(op, s.delays["delete"], nil), nil
 	}
+	s.effect(t.String(), "delete", s.actor())
 	ok := s.guard(in)
 	if in.res.Status != "TERMINATED" {
 		s.setStatus(in, "STOPPING")
@@ -519,6 +521,7 @@ func (s *Server) startInstance(t ref, fail *FailRule) (*operation, *apiError) {
 	if !op.applies() {
 		return s.launch(op, s.delays["start"], nil), nil
 	}
+	s.effect(t.String(), "start", s.actor())
 	s.boot(in, s.delays["start"], nil)
 	return s.launch(op, s.delays["start"], nil), nil
 }
@@ -538,6 +541,7 @@ func (s *Server) stopInstance(t ref, fail *FailRule) (*operation, *apiError) {
 	if !op.applies() {
 		return s.launch(op, s.delays["stop"], nil), nil
 	}
+	s.effect(t.String(), "stop", s.actor())
 	s.stopping(in, s.delays["stop"], nil)
 	return s.launch(op, s.delays["stop"], nil), nil
 }
@@ -650,6 +654,7 @@ func (s *Server) setLabels(t ref, body []byte, fail *FailRule) (*operation, *api
 		in.res.Labels = req.Labels
 		in.res.LabelFingerprint = labelFingerprint(req.Labels)
 		s.changed(in)
+		s.effects = append(s.effects, Effect{Time: s.at(), Instance: t.String(), What: "setLabels", By: s.actor(), Labels: maps.Clone(req.Labels)})
 	}
 	return s.launch(op, s.delays["setLabels"], nil), nil
 }

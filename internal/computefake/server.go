@@ -183,6 +183,8 @@ type Server struct {
 	succeeded map[string]int
 	audit     []LogEntry
 	entrySeq  int
+	effects   []Effect // effects.go
+	acting    string   // the person a Person… helper acts as, "" for the API's caller
 
 	otherWrites int // FailRule.OtherWriter writes so far, hashed into their fingerprints
 }

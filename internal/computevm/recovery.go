@@ -547,12 +547,22 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		return remediate.Record{}, fmt.Errorf("save claim of %s: %w", key, err)
 	}
 	prev := state.Incident
+	incident := fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation)
 	state.Incident = vmpolicy.Incident{Action: dec.Action, At: now}
+	// The incident's starts or inserts are saved with it as sent, outcome
+	// unknown, until their answers come: a process that dies after this
+	// write, before the call or its answer, leaves them to the next look,
+	// which finds them in effect or concludes them lost and reopens the
+	// incident (unknown.go), never an incident marked sent whose call was
+	// never made.
+	intent := intentOf(dec, incident, now)
+	state.Unknown = append(state.Unknown, intent...)
 	if err := r.Store.SetSlice(ctx, key, state); err != nil {
 		return remediate.Record{}, fmt.Errorf("save incident of %s: %w", key, err)
 	}
-	steps, pending, unknown, callErr := r.act(ctx, dec, key, members, fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation))
-	if callErr == nil && len(pending) > 0 {
+	steps, pending, unknown, callErr := r.act(ctx, dec, key, members, incident)
+	state.Unknown = withoutCalls(state.Unknown, intent)
+	if callErr == nil && (len(pending) > 0 || len(intent) > 0) {
 		state.Operations = pending
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
 			return remediate.Record{}, fmt.Errorf("save the operations of %s: %w", key, err)
@@ -759,7 +769,7 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 	case vmpolicy.ActionStart:
 		for _, t := range dec.Targets {
 			m := byName[t]
-			id := RequestID(t + "|start|" + incident)
+			id := requestIDOf(dec.Action, t, incident)
 			call("start", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
 				return r.Compute.Start(ctx, m.ref, id)
 			})
@@ -767,7 +777,7 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 	case vmpolicy.ActionRecreate:
 		for _, t := range dec.Targets {
 			m := byName[t]
-			id := RequestID(t + "|insert|" + incident)
+			id := requestIDOf(dec.Action, t, incident)
 			call("insert", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
 				return r.Compute.Insert(ctx, m.ref, m.spec, id)
 			})
