@@ -310,17 +310,7 @@ func requestBody(e *env, method string) string {
 
 func TestOneHostErrorInAFourVMSliceIsOneIncidentAndOneAction(t *testing.T) {
 	e := newEnv(t)
-	mig := computefake.MIGName(project, zone, "slice-mig") // workload policy: a 4-VM multi-host slice
-	if err := e.fake.SetMIGStuck(mig, true); err != nil {
-		t.Fatal(err)
-	}
-	entry, err := e.fake.HostError(name("slice-mig-w1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := e.deliver(entry); got != remediate.ActionRecord {
-		t.Fatalf("host error in the slice: %s, want record", got)
-	}
+	mig := stuckSlice(t, e) // slice-mig: workload policy, a 4-VM multi-host slice
 	e.clock.add(31 * time.Minute)
 	if got := e.sweep(mig); got != "recreateInstances" {
 		t.Fatalf("past the stuck grace: %s, want recreateInstances", got)
