@@ -186,17 +186,21 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	}
 	in, err := r.Compute.GetInstance(ctx, ref)
 	if err != nil && !failure.IsNotFound(err) {
-		if failure.IsTransient(err) {
-			return nil, err
-		}
-		// Not retryable: the entry is acknowledged, but its evidence is
-		// kept (whether the instance is ours is unknown), so the sweep,
-		// which lists the opted-in instances, decides with it.
+		// The evidence is kept (whether the instance is ours is unknown),
+		// so the sweep, which lists the opted-in instances, decides with
+		// it: also when the read is retried, since every delivery's read
+		// may fail (vmswarm seed 315 of page-skip and slice-delete: five
+		// deliveries of a Spot VM's preemption, five transient errors,
+		// and the VM was never recreated).
 		if e, ok := evidenceOf(ev); ok {
 			if err := r.Store.AddEvidence(ctx, e); err != nil {
 				return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
 			}
 		}
+		if failure.IsTransient(err) {
+			return nil, err
+		}
+		// Not retryable: the entry is acknowledged.
 		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionSkip, "cannot read the instance; its evidence is kept for the sweep", err)}, nil
 	}
 	specs, err := r.Store.Specs(ctx, ref.Project, ref.Zone)

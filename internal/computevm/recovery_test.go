@@ -425,6 +425,33 @@ func TestATransientFailureLosesNothingOnRedelivery(t *testing.T) {
 	}
 }
 
+// Every delivery's read fails (transient): the entry is dead-lettered, but
+// its evidence was kept by the first, so the sweep recreates the VM.
+func TestEvidenceIsKeptWhenEveryDeliverysReadFails(t *testing.T) {
+	e := newEnv(t)
+	vm := name("spot-delete") // Spot, termination action DELETE
+	e.sweep(vm)               // saves its spec
+	entry, err := e.fake.Preempt(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Fail(computefake.FailRule{Method: "instances.get", Resource: vm, Code: 503, Times: 5})
+	ev, err := events.Parse(entry.JSON(), events.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := e.rec.HandleEvent(context.Background(), ev); failure.KindOf(err) != failure.Transient {
+			t.Fatalf("HandleEvent with instances.get failing: %v, want a transient error", err)
+		}
+		e.clock.add(time.Minute)
+	}
+	e.clock.add(computefake.DefaultDeleteTime)
+	if got := e.sweep(vm); got != "recreate" {
+		t.Errorf("sweep after five failed deliveries: %s, want recreate (the preemption kept as evidence)", got)
+	}
+}
+
 func TestAnInstanceThatIsNotOursIsLookedUpOncePerHour(t *testing.T) {
 	e := newEnv(t)
 	vm := name("web-1") // n2-standard-8, no opt-in label
