@@ -261,3 +261,21 @@ func csvRows(t *testing.T, incs []report.Incident) [][]string {
 	}
 	return rows
 }
+
+// A host reported faulty: the outcome says so; the instance is held (the
+// repair takes days) and READY when a record finds it RUNNING again.
+func TestAReportedFaultyHostIsItsOutcome(t *testing.T) {
+	t0 := at("04:00:00")
+	recs := []report.Record{
+		{Time: t0, EventTime: t0, InsertID: "e", Node: vmReserved, Action: "reportHostAsFaulty", AcceleratorType: "tpu7x-standard-4t", Chips: 4,
+			Cause: "hardware", Reason: "3 host errors within 168h0m0s", Steps: []report.Step{{Name: "reportHostAsFaulty", Start: t0}}},
+		{Time: t0.Add(5 * time.Minute), Node: vmReserved, Action: "held", Chips: 4,
+			Reason: "the host of " + vmReserved + " was reported faulty at 2026-11-20T04:00:00Z: held until it is RUNNING again (the repair takes days)"},
+		{Time: t0.Add(48 * time.Hour), Node: vmReserved, Action: "record", Chips: 4, Reason: "every instance is RUNNING"},
+	}
+	in := report.Group(recs)[0]
+	// 48 h × 4 chips = 192 chip-hours.
+	if in.Outcome != report.OutcomeReportedFaulty || in.Downtime != 48*time.Hour || in.ChipHoursLost() != 192 {
+		t.Errorf("outcome %q, downtime %v, chip-hours %v; want reported faulty, 48h, 192", in.Outcome, in.Downtime, in.ChipHoursLost())
+	}
+}
