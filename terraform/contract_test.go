@@ -333,7 +333,7 @@ func TestMetricsReadTheRecordsLog(t *testing.T) {
 			t.Errorf("record filter %q lacks %s", filter, want)
 		}
 	}
-	for _, name := range []string{"recoveries_started", "recoveries_finished", "recoveries_failed", "outcomes", "time_to_recover", "rejects"} { // sweeps: the diagnostic line, TestSweepMetricMatchesTheSweepLine
+	for _, name := range []string{"recoveries_started", "recoveries_finished", "recoveries_failed", "outcomes", "time_to_recover", "rejects", "instance_actions"} { // sweeps: the diagnostic line, TestSweepMetricMatchesTheSweepLine
 		b := m.resource(t, "google_logging_metric."+name)
 		src := string(attr(t, b, "filter").Expr.Range().SliceBytes(m.files["main.tf"]))
 		if !strings.Contains(src, "${local.record_log_filter}") {

@@ -4,10 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"go/ast"
+	"go/parser"
+	"go/printer"
+	"go/token"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,21 +23,26 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
+	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
 
-// words are the record vocabulary (remediate's enumerated words).
+// words are the record vocabulary (remediate's enumerated words, and the
+// actions of the instance path: vmpolicy's Action constants).
 type words struct {
-	Actions        []string `json:"actions"`
-	Phases         []string `json:"phases"`
-	Outcomes       []string `json:"outcomes"`
-	ReasonPrefixes []string `json:"reason_prefixes"`
+	Actions         []string `json:"actions"`
+	InstanceActions []string `json:"instance_actions"`
+	Phases          []string `json:"phases"`
+	Outcomes        []string `json:"outcomes"`
+	ReasonPrefixes  []string `json:"reason_prefixes"`
 }
 
-func recordWords() words {
+func recordWords(t *testing.T) words {
+	t.Helper()
 	var w words
 	for _, a := range remediate.Actions {
 		w.Actions = append(w.Actions, string(a))
 	}
+	w.InstanceActions = vmpolicyActions(t)
 	for _, p := range remediate.Phases {
 		w.Phases = append(w.Phases, string(p))
 	}
@@ -81,7 +93,7 @@ func goContract(t *testing.T) []byte {
 		ConfigEnv:          configEnv(t),
 		EventsCollection:   ledger.CollectionEvents,
 		EventsExpireField:  ledger.EventExpireField,
-		Words:              recordWords(),
+		Words:              recordWords(t),
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -147,4 +159,66 @@ func configEnv(t *testing.T) map[string]string {
 		out[name] = cv.def
 	}
 	return out
+}
+
+// vmpolicyActions is every constant of type Action that internal/vmpolicy
+// declares, in source order. vmpolicy has no enumerated list (remediate's
+// Actions are the node path's), so its source is read: a new instance
+// action reaches go-contract.json, and the filters that name it, without
+// anyone remembering to list it.
+func vmpolicyActions(t *testing.T) []string {
+	t.Helper()
+	dir := filepath.Join(repoRoot(t), "internal", "vmpolicy")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(paths)
+	var out []string
+	fset := token.NewFileSet()
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Action" {
+					continue
+				}
+				for _, v := range vs.Values {
+					lit, ok := v.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						t.Fatalf("%s: an Action constant that is not a string literal: %s", fset.Position(v.Pos()), exprString(fset, v))
+					}
+					word, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, word)
+				}
+			}
+		}
+	}
+	// The reading must see the constants the instance path writes.
+	for _, want := range []vmpolicy.Action{vmpolicy.ActionStart, vmpolicy.ActionRecreateInstances, vmpolicy.ActionReportFaulty, vmpolicy.ActionHeld} {
+		if !slices.Contains(out, string(want)) {
+			t.Fatalf("read vmpolicy's Action constants as %v: %q missing (the reading no longer matches its source)", out, want)
+		}
+	}
+	return out
+}
+
+func exprString(fset *token.FileSet, e ast.Expr) string {
+	var b strings.Builder
+	_ = printer.Fprint(&b, fset, e)
+	return b.String()
 }

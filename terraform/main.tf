@@ -854,6 +854,12 @@ locals {
     "sum by (zone, accelerator_type) (increase({\"__name__\"=\"${local.metric_prefix}${var.name}/${m}\"}[1h]))"
   ])
   acquisition_low_promql = "(${local.acquisition_promql}) > 0.9"
+  # The instance path's records name a Compute Engine resource in node
+  # (projects/P/zones/Z/instances/I, .../instanceGroupManagers/M,
+  # .../resourcePolicies/R); a TPU node's is projects/P/locations/Z/nodes/N.
+  # recreate and maintain are words of both paths: this clause tells them
+  # apart.
+  instance_record_clause = "jsonPayload.node=~\"^projects/[^/]+/zones/\""
   sweeps_promql = join(" and on() ", [
     for rt in ["cloud_function", "cloud_run_revision"] :
     "absent_over_time({\"__name__\"=\"${local.metric_prefix}${var.name}/sweeps\",\"monitored_resource\"=\"${rt}\"}[${coalesce(local.sweep_alert_after_seconds, 180)}s])"
@@ -863,8 +869,8 @@ locals {
 resource "google_logging_metric" "recoveries_started" {
   project     = var.project_id
   name        = "${var.name}/recoveries_started"
-  description = "Recreates and queued-resource resets tpu-autoheal started or resumed (dry run excluded)."
-  filter      = "${local.record_log_filter} AND jsonPayload.action=(\"recreate\" OR \"reset\") AND NOT jsonPayload.dryRun=true"
+  description = "Recreates and queued-resource resets of TPU nodes tpu-autoheal started or resumed (dry run excluded; Compute Engine instances are in instance_actions)."
+  filter      = "${local.record_log_filter} AND jsonPayload.action=(\"recreate\" OR \"reset\") AND NOT ${local.instance_record_clause} AND NOT jsonPayload.dryRun=true"
 
   metric_descriptor {
     metric_kind = "DELTA"
@@ -886,8 +892,8 @@ resource "google_logging_metric" "recoveries_started" {
 resource "google_logging_metric" "recoveries_finished" {
   project     = var.project_id
   name        = "${var.name}/recoveries_finished"
-  description = "Recoveries that brought the node back (outcome recovered)."
-  filter      = "${local.record_log_filter} AND jsonPayload.action=(\"recreate\" OR \"reset\") AND jsonPayload.outcome=\"recovered\""
+  description = "Recoveries that brought a TPU node back (outcome recovered)."
+  filter      = "${local.record_log_filter} AND jsonPayload.action=(\"recreate\" OR \"reset\") AND NOT ${local.instance_record_clause} AND jsonPayload.outcome=\"recovered\""
 
   metric_descriptor {
     metric_kind = "DELTA"
@@ -1095,6 +1101,45 @@ resource "google_logging_metric" "sweeps" {
     metric_kind = "DELTA"
     value_type  = "INT64"
     unit        = "1"
+  }
+}
+
+# The calls the instance path makes (vmpolicy's actions that change an
+# instance), one per record: a slice's four starts are one record. A call
+# that failed is counted too (its record carries jsonPayload.error).
+# acceleratorType holds the machine type on an instance's record.
+resource "google_logging_metric" "instance_actions" {
+  project     = var.project_id
+  name        = "${var.name}/instance_actions"
+  description = "Calls tpu-autoheal made on Compute Engine TPU VMs (start, recreate, recreateInstances, prepare, maintain, reportHostAsFaulty), one per record, by action, zone and machine type (dry run excluded)."
+  filter      = "${local.record_log_filter} AND ${local.instance_record_clause} AND jsonPayload.action=(\"start\" OR \"recreate\" OR \"recreateInstances\" OR \"prepare\" OR \"maintain\" OR \"reportHostAsFaulty\") AND NOT jsonPayload.dryRun=true"
+
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+
+    labels {
+      key         = "action"
+      value_type  = "STRING"
+      description = "start, recreate, recreateInstances, prepare, maintain or reportHostAsFaulty"
+    }
+    labels {
+      key         = "zone"
+      value_type  = "STRING"
+      description = "Zone of the instance or slice."
+    }
+    labels {
+      key         = "machine_type"
+      value_type  = "STRING"
+      description = "The instance's machine type, e.g. tpu7x-standard-4t."
+    }
+  }
+
+  label_extractors = {
+    action       = "EXTRACT(jsonPayload.action)"
+    zone         = "EXTRACT(jsonPayload.zone)"
+    machine_type = "EXTRACT(jsonPayload.acceleratorType)"
   }
 }
 
@@ -1374,6 +1419,22 @@ resource "google_monitoring_dashboard" "autoheal" {
             metric = google_logging_metric.breaker_trips.name
             filter = ""
             group  = ["metric.label.zone"]
+            plot   = "STACKED_BAR"
+            align  = "ALIGN_SUM"
+          },
+          {
+            title  = "Instance actions by action"
+            metric = google_logging_metric.instance_actions.name
+            filter = ""
+            group  = ["metric.label.action"]
+            plot   = "STACKED_BAR"
+            align  = "ALIGN_SUM"
+          },
+          {
+            title  = "Instance actions by zone and machine type"
+            metric = google_logging_metric.instance_actions.name
+            filter = ""
+            group  = ["metric.label.zone", "metric.label.machine_type"]
             plot   = "STACKED_BAR"
             align  = "ALIGN_SUM"
           },

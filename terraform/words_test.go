@@ -19,7 +19,8 @@ var quotedRE = regexp.MustCompile(`\\"([^"\\]*)\\"`)
 // TestMetricFiltersUseTheRecordWords: every action, phase and outcome word
 // a metric or alert filter of the module compares with is one the Go code
 // writes (go-contract.json's words, generated from remediate's enumerated
-// lists): a renamed phase cannot leave a metric that never counts again.
+// lists and vmpolicy's Action constants): a renamed phase cannot leave a
+// metric that never counts again.
 func TestMetricFiltersUseTheRecordWords(t *testing.T) {
 	var contract struct {
 		Words map[string][]string `json:"words"`
@@ -32,7 +33,7 @@ func TestMetricFiltersUseTheRecordWords(t *testing.T) {
 		t.Fatal(err)
 	}
 	known := map[string][]string{
-		"action": contract.Words["actions"], "phase": contract.Words["phases"], "outcome": contract.Words["outcomes"],
+		"action": append(contract.Words["actions"], contract.Words["instance_actions"]...), "phase": contract.Words["phases"], "outcome": contract.Words["outcomes"],
 	}
 	src := string(loadModule(t, ".").files["main.tf"])
 	found := 0

@@ -561,7 +561,7 @@ run "named_instance" {
   }
   assert {
     condition = alltrue([for f in concat(
-      [for m in [google_logging_metric.recoveries_started, google_logging_metric.recoveries_finished, google_logging_metric.recoveries_failed, google_logging_metric.outcomes, google_logging_metric.time_to_recover, google_logging_metric.breaker_trips, google_logging_metric.rejects] : m.filter],
+      [for m in [google_logging_metric.recoveries_started, google_logging_metric.recoveries_finished, google_logging_metric.recoveries_failed, google_logging_metric.outcomes, google_logging_metric.time_to_recover, google_logging_metric.breaker_trips, google_logging_metric.rejects, google_logging_metric.instance_actions] : m.filter],
       [for p in [google_monitoring_alert_policy.recovery_failed, google_monitoring_alert_policy.breaker_open] : p.conditions[0].condition_matched_log[0].filter],
     ) : strcontains(f, "logName=\"projects/host-project/logs/autoheal-b\"") && strcontains(f, "labels.app=\"autoheal-b\"") && !strcontains(f, "tpu-autoheal")])
     error_message = "every records metric and alert must read the instance's own log and app label, and no other instance's"
@@ -588,12 +588,13 @@ run "dashboard_and_alerts" {
     condition = toset([for t in jsondecode(google_monitoring_dashboard.autoheal.dashboard_json).mosaicLayout.tiles : t.widget.title]) == toset([
       "Recoveries by outcome", "Time to recover (p95, seconds)", "Maintenance notices prepared", "Breaker trips by zone",
       "Create attempts by zone and accelerator type", "Stockouts by zone and accelerator type",
+      "Instance actions by action", "Instance actions by zone and machine type",
     ])
-    error_message = "the dashboard must chart recoveries by outcome, time to recover, notices prepared, breaker trips, create attempts and stockouts"
+    error_message = "the dashboard must chart recoveries by outcome, time to recover, notices prepared, breaker trips, create attempts, stockouts and instance actions"
   }
   assert {
     condition = alltrue([for t in jsondecode(google_monitoring_dashboard.autoheal.dashboard_json).mosaicLayout.tiles :
-      anytrue([for m in [google_logging_metric.outcomes.name, google_logging_metric.time_to_recover.name, google_logging_metric.breaker_trips.name, google_logging_metric.create_attempts.name, google_logging_metric.stockouts.name] :
+      anytrue([for m in [google_logging_metric.outcomes.name, google_logging_metric.time_to_recover.name, google_logging_metric.breaker_trips.name, google_logging_metric.create_attempts.name, google_logging_metric.stockouts.name, google_logging_metric.instance_actions.name] :
     strcontains(t.widget.xyChart.dataSets[0].timeSeriesQuery.timeSeriesFilter.filter, "metric.type=\"logging.googleapis.com/user/${m}\"")])])
     error_message = "every dashboard chart must read one of the module's log-based metrics"
   }
