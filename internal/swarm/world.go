@@ -179,6 +179,7 @@ func newWorld(ctx context.Context, p Plan, opts Options, res *Result) (*world, e
 		if f, ok := p.Fallback[name]; ok {
 			n.Metadata[policy.StockoutMetadataKey] = f
 		}
+		pin(n, p.Pinned[name])
 		nodes = append(nodes, n)
 	}
 	fake := tpufake.New(tpufake.Fleet{Nodes: nodes},
@@ -309,6 +310,7 @@ func (w *world) drive(ctx context.Context) {
 			}
 		}
 		w.stepCapacity(now)
+		w.stepZones(now)
 		w.queueAudit()
 		w.deliverDue(ctx, now)
 		if !now.Before(nextSweep) {
