@@ -125,7 +125,7 @@ func (w *world) check(ctx context.Context) {
 			v("%s: %d reads in %d sweeps, want at most %d", short(name), gets, w.res.Sweeps, bound)
 		}
 	}
-	w.checkZones(fleet, w.makers())
+	w.checkZones(fleet, w.makers(), recs)
 	if w.maxPerDelivery > maxCallsPerDelivery {
 		v("one delivery made %d TPU calls, want at most %d", w.maxPerDelivery, maxCallsPerDelivery)
 	}

@@ -59,6 +59,9 @@ type Result struct {
 	// simulated time until quiescence.
 	Calls, Deliveries, Sweeps int
 	Took                      time.Duration
+	// Moved are the nodes a zones: fallback moved to another zone;
+	// ZoneRefused the stockout records that refused a zones: fallback.
+	Moved, ZoneRefused int
 	// Trace is every node's records and the TPU calls, for a failure.
 	Trace string
 }

@@ -9,6 +9,7 @@ import (
 	tpu "google.golang.org/api/tpu/v2"
 
 	"github.com/tpu-autoheal/autoheal/internal/policy"
+	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
 // Another zone: the ZoneMove kind makes some nodes ask, in metadata
@@ -172,7 +173,17 @@ func zonesOf(nodes []string) string {
 // checkZones is the zones: invariant at quiescence: a node exists in one
 // zone, home or where its recovery moved it; a copy left in another zone is
 // a double create unless a person made it.
-func (w *world) checkZones(nodes map[string]*tpu.Node, madeBy map[string]string) {
+func (w *world) checkZones(nodes map[string]*tpu.Node, madeBy map[string]string, recs []remediate.Record) {
+	moved := map[string]bool{}
+	for _, r := range recs {
+		if r.ZoneMovedTo != "" {
+			moved[r.Node] = true
+		}
+		if r.Refusal != nil && strings.HasPrefix(r.Refusal.Fallback, "zones: refused") {
+			w.res.ZoneRefused++
+		}
+	}
+	w.res.Moved = len(moved)
 	for _, home := range NodeNames {
 		if ours := notPeoples(home, nodes, madeBy, false); len(ours) > 1 {
 			states := make([]string, len(ours))
