@@ -162,6 +162,7 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 		"AUTOHEAL_STUCK_GRACE=" + ceStuckGrace.String(),
 		"AUTOHEAL_RECORD_TO=stdout",
 		"AUTOHEAL_SWEEP_MIN_INTERVAL=0s",
+		"AUTOHEAL_MAINTENANCE=early", // slice-mig's notices: prepare, then maintain once every guest checkpointed
 		fmt.Sprintf("AUTOHEAL_FIRESTORE_DATABASE=e2e-compute-%d", time.Now().UnixNano()%1e9),
 	}
 	// Two function instances on one Firestore database: the first one's
@@ -536,8 +537,115 @@ func TestComputeInstancesEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("guest checkpoints then one performMaintenance per VM in early", func(t *testing.T) {
-		t.Skip("missing in internal/computevm: the guest's autoheal/checkpoint (instances.getGuestAttributes) and " +
-			"mode early through instances.performMaintenance (docs/computeengine.md, Left out for now)")
+		// The slice, recreated whole above, runs again (its MIG no longer
+		// stuck) and gets a second notice. The served function is in mode
+		// early (AUTOHEAL_MAINTENANCE): prepare on all 4 VMs, then, once
+		// every guest reported its checkpoint for this notice, one
+		// performMaintenance per VM. Only sweeps, one at a time, look at
+		// the slice from here on: each call below is one look's.
+		if err := fake.SetMIGStuck(sliceMIG, false); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(ctx, t, "slice-mig's VMs running", func() bool {
+			fake.Tick()
+			for _, vm := range sliceVMs {
+				if in, ok := fake.Instance(vm); !ok || in.Status != "RUNNING" {
+					return false
+				}
+			}
+			return true
+		})
+		window2 := window.Add(24 * time.Hour)
+		notice2 := window2.Format(time.RFC3339)
+		notices2, err := fake.ScheduleMaintenance(sliceVMs[0], computefake.Maintenance{WindowStart: window2, WindowEnd: window2.Add(4 * time.Hour), CanReschedule: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publish(t, bin, ceEntries(t, notices2...))
+		holds := func(vm string) bool {
+			in, ok := fake.Instance(vm)
+			if !ok || in.Metadata == nil {
+				return false
+			}
+			for _, it := range in.Metadata.Items {
+				var n remediate.MaintenanceNotice
+				if it.Key == remediate.NoticeMetadataKey && it.Value != nil && json.Unmarshal([]byte(*it.Value), &n) == nil {
+					return n.Notice == notice2
+				}
+			}
+			return false
+		}
+		waitFor(ctx, t, "the second notice in every VM of slice-mig", func() bool {
+			for _, vm := range sliceVMs {
+				if !holds(vm) {
+					return false
+				}
+			}
+			return true
+		})
+		time.Sleep(3 * time.Second) // the pushes of the notices' entries answered
+		report := func(vm string) {
+			t.Helper()
+			b, _ := json.Marshal(remediate.CheckpointReport{Notice: notice2, Checkpoint: "gs://acme-ml-ckpt/run-7/step-4200", Time: time.Now().UTC().Format(time.RFC3339)})
+			if err := fake.SetGuestAttribute(vm, remediate.CheckpointNamespace, remediate.CheckpointKey, string(b)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		perVM := func() map[string]int {
+			m := map[string]int{}
+			for _, vm := range sliceVMs {
+				if n := fake.Count("instances.performMaintenance", vm); n > 0 {
+					m[vm] = n
+				}
+			}
+			return m
+		}
+		// Three of four guests report: nothing is started, however many
+		// looks.
+		for _, vm := range sliceVMs[:3] {
+			report(vm)
+		}
+		for range 3 {
+			sweep()
+		}
+		if got := perVM(); len(got) != 0 {
+			t.Fatalf("performMaintenance with slice-mig-w3's checkpoint missing: %v", got)
+		}
+		if rs := ceRecords(out.all(), sliceMIG); len(rs) == 0 || rs[len(rs)-1].Action != "record" ||
+			!strings.Contains(rs[len(rs)-1].Reason, "waiting for the checkpoint of "+sliceVMs[3]) {
+			t.Errorf("slice-mig's records %+v, the last one not a record waiting for the checkpoint of %s", rs, sliceVMs[3])
+		}
+		// The fourth reports: the next look starts the maintenance.
+		report(sliceVMs[3])
+		sweep()
+		for range 3 {
+			sweep()
+		}
+		want := map[string]int{}
+		for _, vm := range sliceVMs {
+			want[vm] = 1
+		}
+		if diff := cmp.Diff(want, perVM()); diff != "" {
+			t.Errorf("performMaintenance calls per VM (-want +got):\n%s", diff)
+		}
+		accepted := 0
+		for _, vm := range sliceVMs {
+			_, ok := mutations(fake, vm)
+			accepted += ok["instances.performMaintenance"]
+		}
+		if accepted < 1 {
+			t.Errorf("no performMaintenance accepted, want the slice's maintenance started")
+		}
+		for _, vm := range sliceVMs {
+			in, _ := fake.Instance(vm)
+			if in.Status != "TERMINATED" && (in.ResourceStatus == nil || in.ResourceStatus.UpcomingMaintenance == nil ||
+				in.ResourceStatus.UpcomingMaintenance.MaintenanceStatus == "PENDING") {
+				t.Errorf("%s: %s, notice %+v: its maintenance was not started", vm, in.Status, in.ResourceStatus)
+			}
+		}
+		if got := actions(ceRecords(out.all(), sliceMIG)); got["maintain"] != 1 {
+			t.Errorf("slice-mig's records %v, want one maintain", got)
+		}
 	})
 	if t.Failed() {
 		for _, l := range out.all() {

@@ -68,9 +68,13 @@ type Config struct {
 
 	UnhealthyGrace time.Duration `split_words:"true" default:"10m"`
 	StuckGrace     time.Duration `split_words:"true" default:"30m"`
-	Cooldown       time.Duration `split_words:"true" default:"30m"`
-	Window         time.Duration `split_words:"true" default:"24h"`
-	MaxRecreates   int           `split_words:"true" default:"3"`
+	// RestartGrace: on the instance path, how long after a host error a
+	// TERMINATED Compute Engine TPU VM with automaticRestart is left to
+	// Compute Engine (which may restart it itself) before it is started.
+	RestartGrace time.Duration `split_words:"true" default:"5m"`
+	Cooldown     time.Duration `split_words:"true" default:"30m"`
+	Window       time.Duration `split_words:"true" default:"24h"`
+	MaxRecreates int           `split_words:"true" default:"3"`
 	// MaxInFlight is a safety rail, not the storm guard (the breaker is):
 	// 64, above the breaker's 48 per zone, so that a wave of 32 pods
 	// breaking at once is recreated at once (4 made it eight rounds).

@@ -46,7 +46,8 @@ func newInstances(ctx context.Context, cfg Config, d *deps, rc remediate.Config,
 		d.vmStore = computevm.NewMemory()
 	}
 	pc := vmpolicy.DefaultConfig()
-	pc.StuckGrace = cfg.StuckGrace
+	pc.StuckGrace, pc.RestartGrace = cfg.StuckGrace, cfg.RestartGrace
+	pc.CheckpointTimeout = cfg.CheckpointTimeout
 	pc.FaultyHosts, _ = vmpolicy.ParseFaultyHosts(cfg.ReportFaultyHosts) // validated by Validate
 	return &computevm.Recovery{
 		Compute: d.compute, Store: d.vmStore, Ledger: d.store, Recorder: d.recorder,

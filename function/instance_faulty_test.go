@@ -5,11 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpu-autoheal/autoheal/function"
 	"github.com/tpu-autoheal/autoheal/internal/computefake"
-	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/events"
-	"github.com/tpu-autoheal/autoheal/internal/ledger"
 )
 
 // TestReportFaultyHostsSetAndUnset: AUTOHEAL_REPORT_FAULTY_HOSTS=3/7d
@@ -18,35 +15,12 @@ import (
 func TestReportFaultyHostsSetAndUnset(t *testing.T) {
 	for _, set := range []bool{true, false} {
 		t.Run(map[bool]string{true: "set", false: "unset"}[set], func(t *testing.T) {
-			f, err := computefake.ReadFleetFile("../internal/computefake/testdata/fleet.json")
-			if err != nil {
-				t.Fatal(err)
-			}
 			clk := time.Date(2026, 11, 20, 4, 0, 0, 0, time.UTC)
-			now := func() time.Time { return clk }
-			fake := computefake.New(f, computefake.WithClock(now))
-			t.Cleanup(fake.Close)
-			_, tc := newFleetTPU(t)
-			env := fleetEnv()
-			env["AUTOHEAL_PROJECTS"], env["AUTOHEAL_ZONES"] = "acme-ml", "us-central1-c"
+			env := map[string]string{}
 			if set {
 				env["AUTOHEAL_REPORT_FAULTY_HOSTS"] = "3/7d"
 			}
-			cfg, err := load(t, env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := computevm.NewFromOptions(context.Background(), fake.ClientOptions()...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fn, err := function.New(context.Background(), cfg, function.WithDiagnostics(&syncBuffer{}), function.WithTPU(tc),
-				function.WithStore(ledger.NewMemory(ledger.WithClock(now))), function.WithRecorder(&sliceRecorder{}), function.WithClock(now),
-				function.WithCompute(c, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { fn.Close() })
+			fake, fn := instanceFunction(t, env, &clk)
 			vm := computefake.InstanceName("acme-ml", "us-central1-c", "reserved-1")
 			for range 3 {
 				entry, err := fake.HostError(vm)

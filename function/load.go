@@ -161,7 +161,7 @@ func (c Config) Validate() error {
 		v    time.Duration
 	}{
 		{"MAX_EVENT_AGE", c.MaxEventAge}, {"UNHEALTHY_GRACE", c.UnhealthyGrace},
-		{"STUCK_GRACE", c.StuckGrace}, {"COOLDOWN", c.Cooldown}, {"WINDOW", c.Window},
+		{"STUCK_GRACE", c.StuckGrace}, {"RESTART_GRACE", c.RestartGrace}, {"COOLDOWN", c.Cooldown}, {"WINDOW", c.Window},
 		{"LEASE", c.Lease}, {"EVENT_TTL", c.EventTTL}, {"SWEEP_BUDGET", c.SweepBudget}, {"LOOK_AGAIN", c.LookAgain},
 		{"HOLD_TTL", c.HoldTTL}, {"CHECKPOINT_TIMEOUT", c.CheckpointTimeout}, {"RESUME_WATCH", c.ResumeWatch},
 		{"MAINTENANCE_MAX", c.MaintenanceMax},

@@ -582,6 +582,7 @@ resource "google_cloudfunctions2_function" "autoheal" {
       AUTOHEAL_MAX_EVENT_AGE             = var.max_event_age
       AUTOHEAL_UNHEALTHY_GRACE           = var.unhealthy_grace
       AUTOHEAL_STUCK_GRACE               = var.stuck_grace
+      AUTOHEAL_RESTART_GRACE             = var.restart_grace
       AUTOHEAL_COOLDOWN                  = var.cooldown
       AUTOHEAL_WINDOW                    = var.window
       AUTOHEAL_MAX_RECREATES             = tostring(var.max_recreates)

@@ -260,6 +260,17 @@ variable "stuck_grace" {
   }
 }
 
+variable "restart_grace" {
+  type        = string
+  description = "With compute_instances: how long after a host error a TERMINATED Compute Engine TPU VM with automaticRestart is left to Compute Engine before the function starts it (AUTOHEAL_RESTART_GRACE), a Go duration."
+  default     = "5m"
+
+  validation {
+    condition     = can(regex("^${local.go_duration}$", var.restart_grace))
+    error_message = "restart_grace must be a Go duration such as 5m."
+  }
+}
+
 variable "cooldown" {
   type        = string
   description = "Minimum time between two recreates of one node (AUTOHEAL_COOLDOWN), a Go duration."

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
@@ -35,7 +36,21 @@ func withLedger(t *testing.T, store ledger.Admin) *int {
 		return store, func() error { return nil }, nil
 	}
 	t.Cleanup(func() { openLedger = old })
+	withInstanceSlices(t, computevm.NewMemory())
 	return &opens
+}
+
+// withInstanceSlices makes status read the instance slices of store.
+func withInstanceSlices(t *testing.T, store instanceSlices) {
+	t.Helper()
+	old := openInstanceSlices
+	openInstanceSlices = func(ctx context.Context, project, database string) (instanceSlices, func() error, error) {
+		if project != "host-proj" || database != "tpu-autoheal" {
+			t.Errorf("instance slices opened in project %q database %q; want host-proj tpu-autoheal", project, database)
+		}
+		return store, func() error { return nil }, nil
+	}
+	t.Cleanup(func() { openInstanceSlices = old })
 }
 
 func runLedgerCmd(t *testing.T, args ...string) (string, error) {

@@ -618,7 +618,7 @@ func TestReplayReportsEntriesThatStillFailTransiently(t *testing.T) {
 	}
 	var out bytes.Buffer
 	p := newPrinter("json", &out, "entries read")
-	st, err := replayAll(context.Background(), h, src, p, func(time.Time) {}, func(string) bool { return true })
+	st, err := replayAll(context.Background(), h, nil, src, p, func(time.Time) {}, func(string) bool { return true })
 	if err != nil || st.failed != 1 || st.total != 13 {
 		t.Errorf("replayAll = %+v, %v; want 1 of 13 entries failed and no error (the exit code says it: TestExitCodes)", st, err)
 	}

@@ -502,10 +502,15 @@ func reasonText(s string) string {
 	})
 }
 
-// shortNode is projects/P/locations/Z/nodes/N as Z/N; other names as given.
+// shortNode is projects/P/locations/Z/nodes/N as Z/N, and a Compute Engine
+// slice's name (projects/P/zones/Z/instances/I, …/instanceGroupManagers/M,
+// …/resourcePolicies/R) as Z/I; other names as given.
 func shortNode(name string) string {
 	p := strings.Split(name, "/")
 	if len(p) == 6 && p[0] == "projects" && p[2] == "locations" && p[4] == "nodes" {
+		return p[3] + "/" + p[5]
+	}
+	if len(p) == 6 && p[0] == "projects" && p[2] == "zones" && (p[4] == "instances" || p[4] == "instanceGroupManagers" || p[4] == "resourcePolicies") {
 		return p[3] + "/" + p[5]
 	}
 	return name

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/record"
@@ -272,6 +273,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		tg.close()
 		return err
 	}
+	vms := instancePath(tg.compute, computevm.NewMemory(), store, rec, cfg, clockFn, sealer, replayHolder)
 
 	// The run continues the recoveries it started or resumed; the in-memory
 	// ledger holds no others.
@@ -280,7 +282,7 @@ func replay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		follow = func(string) bool { return true }
 	}
 	p := newPrinter(*format, stdout, "entries read")
-	st, runErr := replayAll(ctx, h, src, p, func(t time.Time) { now = t; marks.seen(t) }, follow)
+	st, runErr := replayAll(ctx, h, vms, src, p, func(t time.Time) { now = t; marks.seen(t) }, follow)
 	var stopped string
 	var interrupted error
 	if runErr == nil {
@@ -383,7 +385,7 @@ func unreadable(err error) bool {
 // replayAll handles every entry of src in its order and prints its line.
 // follow says which recoveries the run continues between entries (those it
 // started or resumed).
-func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output, setNow func(time.Time), follow func(node string) bool) (replayStats, error) {
+func replayAll(ctx context.Context, h *remediate.Handler, vms *computevm.Recovery, src source, p *output, setNow func(time.Time), follow func(node string) bool) (replayStats, error) {
 	var st replayStats
 	var lastLook time.Time
 	for {
@@ -431,12 +433,20 @@ func replayAll(ctx context.Context, h *remediate.Handler, src source, p *output,
 				// node's unfinished recovery and recorded as the function
 				// does, never acted on by itself.
 				Evidence: func(ev events.Event) (err error) { r, err = h.Evidence(ctx, ev); return err },
-				// A Compute Engine TPU VM's entry: the instance path is
-				// the function's (AUTOHEAL_COMPUTE_ENDPOINT); replay
-				// records it without acting.
+				// A Compute Engine instance's entry: the function's
+				// instance path (computevm.Recovery) against the
+				// simulated Compute Engine or --compute-endpoint;
+				// without either it is recorded as skip.
 				Instance: func(ev events.Event) error {
-					r = h.Skip(ctx, ev, "instance event: replay does not run the Compute Engine backend yet")
-					return nil
+					if vms == nil {
+						r = h.Skip(ctx, ev, "instance entry: no Compute Engine to look at (give --compute-endpoint, or a --fleet file that holds instances)")
+						return nil
+					}
+					recs, err := vms.HandleEvent(ctx, ev)
+					if n := len(recs); n > 0 {
+						r = recs[n-1]
+					}
+					return err
 				},
 				// A Compute Engine entry about a TPU worker VM: look at
 				// the opted-in nodes of its zone now. Each node's

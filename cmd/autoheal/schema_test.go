@@ -101,6 +101,17 @@ func TestJSONOutputMatchesItsSchema(t *testing.T) {
 	lines("sweep", r.stdout)
 	r = runCLI(t, nil, "demo", "--format", "json")
 	lines("demo", r.stdout)
+	// Compute Engine TPU VMs: replayed instance entries (start, a dry-run
+	// would-start), and a sweep over instances (held, prepare).
+	instFleet, instEntries := instanceReplayInputs(t)
+	r = runCLI(t, nil, "replay", "--format", "json", "--fleet", instFleet, instEntries)
+	lines("replay of instance entries", r.stdout)
+	r = runCLI(t, nil, "replay", "--format", "json", "--dry-run", "--fleet", instFleet, instEntries)
+	lines("replay --dry-run of instance entries", r.stdout)
+	csrv := noticeFleet(t)
+	defer csrv.Close()
+	r = runCLI(t, nil, "sweep", "--format", "json", "--tpu-endpoint", oneNodeTPU(t).URL(), "--compute-endpoint", csrv.URL(), "--projects", "acme-ml", "--zones", "us-central1-c", "--apply")
+	lines("sweep over instances", r.stdout)
 
 	// report: one incident a line.
 	r = runCLI(t, nil, "report", "--format", "json", "../../internal/report/testdata/night.jsonl")
@@ -160,6 +171,16 @@ func TestJSONOutputMatchesItsSchema(t *testing.T) {
 		t.Fatalf("status does not list one of each (%v):\n%s", err, out)
 	}
 	check("status", "status.schema.json", []byte(out))
+	// Compute Engine slices: one broken, one healthy.
+	withInstanceSlices(t, keptSlices(t, now))
+	out, err = runLedgerCmd(t, "status", "--format", "json", "--breaker", "1/1h", "--ledger-project", "host-proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.InstanceSlices) != 2 {
+		t.Fatalf("status does not list the two instance slices (%v):\n%s", err, out)
+	}
+	check("status with instance slices", "status.schema.json", []byte(out))
 	for _, n := range []string{cliNode, cliNodeB, "projects/proj-a/locations/us-central2-b/nodes/never-seen"} {
 		out, err = runLedgerCmd(t, "status", "--format", "json", "--node", n, "--ledger-project", "host-proj")
 		if err != nil {

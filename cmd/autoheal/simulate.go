@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/tpu-autoheal/autoheal/internal/computefake"
 )
 
 const simulateHelp = `Usage: autoheal simulate --fleet FILE [--addr HOST:PORT] [--compute-addr HOST:PORT] [--op-time D] [--fleet-out FILE]
@@ -58,20 +56,15 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return usagef("--addr %s: %v", *addr, err)
 	}
-	tf.listener = ln
+	tf.listener, tf.computeAddr = ln, *computeAddr
 	tg, err := tf.open(ctx)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	fmt.Fprintf(stdout, "simulated TPU API at %s (set AUTOHEAL_TPU_ENDPOINT=%s); stop with Ctrl-C\n", tg.srv.URL(), tg.srv.URL())
-	ce, err := serveCompute(tf.fleet, *computeAddr)
-	if err != nil {
-		_ = tg.finish()
-		return err
-	}
+	ce := tg.csrv // nil for a TPU-only fleet; stopped by finish
 	if ce != nil {
-		defer ce.Close()
 		fmt.Fprintf(stdout, "simulated Compute Engine at %s (set AUTOHEAL_COMPUTE_ENDPOINT=%s and AUTOHEAL_COMPUTE_INSTANCES=true)\n", ce.URL(), ce.URL())
 	}
 	<-ctx.Done()
@@ -122,18 +115,4 @@ func parseOpTimes(s string) (map[string]time.Duration, error) {
 		out[verb] = d
 	}
 	return out, nil
-}
-
-// serveCompute serves the fleet file's Compute Engine instances (nil when
-// it holds none) on addr.
-func serveCompute(fleet, addr string) (*computefake.Server, error) {
-	f, err := computefake.ReadFleetFile(fleet)
-	if err != nil || len(f.Instances) == 0 {
-		return nil, nil // a TPU-only fleet: no Compute Engine to serve
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, usagef("--compute-addr %s: %v", addr, err)
-	}
-	return computefake.New(f, computefake.WithListener(ln)), nil
 }

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
+	"cloud.google.com/go/firestore"
+
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
@@ -17,9 +21,13 @@ const statusHelp = `Usage: autoheal status --ledger-project H [--format text|jso
 
 Lists what the deployed ledger holds that stops or is still doing work: pauses,
 user holds (with their expiry: a hold older than --hold-ttl is ignored),
-open storm breakers, and unfinished recoveries. With --node, what it knows of
-that node; with --spec, the node's saved spec as JSON (metadata values
-included: it is what a recreate would use).
+open storm breakers, and unfinished recoveries; then the Compute Engine TPU VM
+slices the instance path keeps (a single-host VM, or a multi-host slice's MIG
+or workload policy): broken ones first, with since when, the last action sent,
+operations without a verdict, calls whose outcome is unknown, faulty-host
+reports and early maintenance sent. With --node, what it knows of that node;
+with --spec, the node's saved spec as JSON (metadata values included: it is
+what a recreate would use).
 
 ` + exitCodesHelp + `
 Flags:
@@ -33,6 +41,86 @@ type statusReport struct {
 	Holds        []statusHold     `json:"holds"`
 	OpenBreakers []statusBreaker  `json:"openBreakers"`
 	Unfinished   []statusRecovery `json:"unfinished"`
+	// InstanceSlices are the Compute Engine TPU VM slices the instance
+	// path keeps (computevm.Store), broken ones first.
+	InstanceSlices []statusSlice `json:"instanceSlices"`
+}
+
+// statusSlice is one Compute Engine slice as the instance path keeps it.
+type statusSlice struct {
+	Slice string `json:"slice"` // projects/P/zones/Z/instances/I, …/instanceGroupManagers/M, …/resourcePolicies/R
+	// Document is the ledger document's id when it does not name its
+	// slice (written by a version that did not keep the key); else "".
+	Document     string              `json:"document"`
+	Broken       bool                `json:"broken"`
+	BrokenSince  *time.Time          `json:"brokenSince"` // null: RUNNING when last looked at
+	LastAction   string              `json:"lastAction"`  // the last mutating action sent, "" for none
+	LastActionAt *time.Time          `json:"lastActionAt"`
+	Operations   []string            `json:"operations"` // zone operations without a verdict yet
+	Unknown      []statusUnknownCall `json:"unknown"`
+	Faulty       []statusFaultyHost  `json:"faultyHostReports"`
+	Maintained   []statusMaintained  `json:"maintenanceSent"`
+}
+
+type statusUnknownCall struct {
+	Instance string    `json:"instance"`
+	Action   string    `json:"action"`
+	SentAt   time.Time `json:"sentAt"`
+	Reads    int       `json:"reads"` // looks since that found it not in effect
+}
+
+type statusFaultyHost struct {
+	Instance  string    `json:"instance"`
+	At        time.Time `json:"at"`
+	Operation string    `json:"operation"`
+}
+
+type statusMaintained struct {
+	Instance string    `json:"instance"`
+	Window   string    `json:"window"`
+	At       time.Time `json:"at"`
+}
+
+func sliceStatus(k computevm.KeptSlice) statusSlice {
+	st := k.State
+	s := statusSlice{Slice: k.Key, Document: k.Doc, Broken: !st.Since.IsZero(), LastAction: string(st.Incident.Action),
+		Operations: st.Operations, Unknown: []statusUnknownCall{}, Faulty: []statusFaultyHost{}, Maintained: []statusMaintained{}}
+	if s.Broken {
+		t := st.Since
+		s.BrokenSince = &t
+	}
+	if !st.Incident.At.IsZero() {
+		t := st.Incident.At
+		s.LastActionAt = &t
+	}
+	if s.Operations == nil {
+		s.Operations = []string{}
+	}
+	for _, u := range st.Unknown {
+		s.Unknown = append(s.Unknown, statusUnknownCall{Instance: u.Instance, Action: string(u.Action), SentAt: u.At, Reads: u.Reads})
+	}
+	for _, f := range st.Faulty {
+		s.Faulty = append(s.Faulty, statusFaultyHost{Instance: f.Instance, At: f.At, Operation: f.Operation})
+	}
+	for _, m := range st.Maintained {
+		s.Maintained = append(s.Maintained, statusMaintained{Instance: m.Instance, Window: m.Window, At: m.At})
+	}
+	return s
+}
+
+// instanceSlices lists what the instance path keeps per slice.
+type instanceSlices interface {
+	Slices(ctx context.Context) ([]computevm.KeptSlice, error)
+}
+
+// openInstanceSlices opens the instance path's store in the ledger's
+// database (the function's computevm.Firestore). Tests replace it.
+var openInstanceSlices = func(ctx context.Context, project, database string) (instanceSlices, func() error, error) {
+	c, err := firestore.NewClientWithDatabase(ctx, project, database)
+	if err != nil {
+		return nil, nil, setupf("firestore client for database %s of project %s (Application Default Credentials): %v", database, project, err)
+	}
+	return computevm.NewFirestore(c, ""), c.Close, nil
 }
 
 type statusPause struct {
@@ -172,7 +260,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return printNodeStatus(stdout, *format, *node, h)
 	}
 
-	rep := statusReport{Pauses: []statusPause{}, Holds: []statusHold{}, OpenBreakers: []statusBreaker{}, Unfinished: []statusRecovery{}}
+	rep := statusReport{Pauses: []statusPause{}, Holds: []statusHold{}, OpenBreakers: []statusBreaker{}, Unfinished: []statusRecovery{}, InstanceSlices: []statusSlice{}}
 	pauses, err := store.Pauses(ctx)
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
@@ -215,6 +303,22 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// A node a pause leaves deleted is what a person must see first.
 	sort.SliceStable(rep.Unfinished, func(i, j int) bool {
 		return rep.Unfinished[i].DeletedWhilePaused && !rep.Unfinished[j].DeletedWhilePaused
+	})
+	vms, closeVMs, err := openInstanceSlices(ctx, lf.project, lf.database)
+	if err != nil {
+		return err
+	}
+	defer closeVMs()
+	kept, err := vms.Slices(ctx)
+	if err != nil {
+		return fmt.Errorf("status: instance slices: %w", err)
+	}
+	for _, k := range kept {
+		rep.InstanceSlices = append(rep.InstanceSlices, sliceStatus(k))
+	}
+	// A broken slice is what a person must see first.
+	sort.SliceStable(rep.InstanceSlices, func(i, j int) bool {
+		return rep.InstanceSlices[i].Broken && !rep.InstanceSlices[j].Broken
 	})
 	if *format == "json" {
 		return writeJSON(stdout, rep)
@@ -266,7 +370,54 @@ func printStatus(w io.Writer, rep statusReport) error {
 		}
 		p.printf("\n")
 	}
+	broken := 0
+	for _, x := range rep.InstanceSlices {
+		if x.Broken {
+			broken++
+		}
+	}
+	p.printf("instance slices: %d (%d broken)\n", len(rep.InstanceSlices), broken)
+	for _, x := range rep.InstanceSlices {
+		p.printf("  %s  %s\n", sliceName(x), sliceText(x))
+	}
 	return p.err
+}
+
+// sliceName is the slice as the text shows it: Z/NAME, or the document id of
+// one whose key was not kept.
+func sliceName(x statusSlice) string {
+	if x.Slice == "" {
+		return "(document " + x.Document + ", slice not named)"
+	}
+	return shortNode(x.Slice)
+}
+
+// sliceText is "BROKEN since T; last start at T; …".
+func sliceText(x statusSlice) string {
+	parts := []string{"healthy when last looked at"}
+	if x.Broken {
+		parts[0] = "BROKEN since " + ts(*x.BrokenSince)
+	}
+	if x.LastAction != "" {
+		at := ""
+		if x.LastActionAt != nil {
+			at = " at " + ts(*x.LastActionAt)
+		}
+		parts = append(parts, "last "+x.LastAction+at)
+	}
+	if n := len(x.Operations); n > 0 {
+		parts = append(parts, plural(n, "operation", "operations")+" without a verdict: "+strings.Join(x.Operations, ", "))
+	}
+	for _, u := range x.Unknown {
+		parts = append(parts, fmt.Sprintf("outcome unknown: %s of %s sent %s (%s since)", u.Action, shortNode(u.Instance), ts(u.SentAt), plural(u.Reads, "look", "looks")))
+	}
+	for _, f := range x.Faulty {
+		parts = append(parts, fmt.Sprintf("host of %s reported faulty %s", shortNode(f.Instance), ts(f.At)))
+	}
+	for _, m := range x.Maintained {
+		parts = append(parts, fmt.Sprintf("performMaintenance of %s sent %s (window %s)", shortNode(m.Instance), ts(m.At), m.Window))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func printNodeStatus(w io.Writer, format, node string, h remediate.History) error {

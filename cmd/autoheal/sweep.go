@@ -9,6 +9,7 @@ import (
 
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/events"
 	"github.com/tpu-autoheal/autoheal/internal/ledger"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
@@ -31,6 +32,15 @@ Without --fleet it reads the real TPU API (Application Default Credentials)
 or the one at --tpu-endpoint, and changes nothing: nodes are decided and
 recorded only, unless --apply is given. With --fleet it acts on the
 simulated fleet.
+
+Then, as the function's sweep does, the opted-in Compute Engine TPU VMs of
+the zones: each slice (a single-host VM, a multi-host slice's MIG or
+workload policy) is decided once and printed on a line of its own, not
+counted among the nodes; the summary says how many slices and what each zone
+held. The Compute Engine is the simulated one of a --fleet file that holds
+instances ({"nodes": [...], "instances": [...]}), the one at
+--compute-endpoint, or beside the real TPU API the real one; with
+--tpu-endpoint alone instances are not swept.
 
 ` + columnLegend + `
 ` + exitCodesHelp + `
@@ -95,11 +105,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	store := ledger.NewMemory(ledger.WithClock(clk.now))
 	tracker := newOutcomeRecorder(discardRecorder{})
 	listed := &listingTPU{TPU: tg.tpu}
+	sealer := seal.RandomLocalKeys() // specs sealed and checked as the function does, with a key of this run
 	rd := remediate.Deps{
 		TPU:      listed,
 		Recorder: tracker,
-		Holder:   "autoheal-sweep",
-		Sealer:   seal.RandomLocalKeys(), // specs sealed and checked as the function does, with a key of this run
+		Holder:   sweepHolder,
+		Sealer:   sealer,
 		Clock:    clk.now,
 	}.WithLedger(store)
 	if tg.maint != nil {
@@ -118,6 +129,26 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			runErr = fmt.Errorf("write output: %w", err)
 		}
 	}
+	// Then, as the function's sweep does after the nodes', the opted-in
+	// TPU instances of the zones, one line per slice.
+	var instances *listingCompute
+	var ires computevm.SweepResult
+	if tg.compute != nil && runErr == nil {
+		instances = &listingCompute{Instances: tg.compute}
+		vms := instancePath(instances, computevm.NewMemory(), store, tracker, cfg, clk.now, sealer, sweepHolder)
+		var err error
+		ires, err = vms.Sweep(ctx, projects, zones)
+		for _, r := range ires.Records {
+			l := lineOf(r, events.Event{})
+			l.uncounted = true // a slice, not a node
+			if err := p.print(l); err != nil && runErr == nil {
+				runErr = fmt.Errorf("write output: %w", err)
+			}
+		}
+		if err != nil && runErr == nil {
+			runErr = fmt.Errorf("instance sweep: %w", err)
+		}
+	}
 	if runErr == nil {
 		_, runErr = continueRecoveries(ctx, h, clk, continueOptions{})
 	}
@@ -128,12 +159,26 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sum := p.tally.summary("nodes")
 	sum.ReadOnly, sum.Recoveries = tg.readOnly, countRecoveries(outs)
 	sum.Notes = append(sum.Notes, fmt.Sprintf("locations: %s; took %.1fs", listed.summary(), time.Since(start).Seconds()))
+	if instances != nil {
+		sum.Notes = append(sum.Notes, fmt.Sprintf("instance slices: %d (%s)", len(ires.Records), instances.summary()))
+	}
 	if !res.Complete {
 		sum.Notes = append(sum.Notes, fmt.Sprintf("stopped after --budget %s before listing every node", shortDuration(budget)))
 	}
 	apply := map[int]string{}
+	var unlisted []string
 	if len(res.Errors) > 0 {
-		apply[exitTransient] = fmt.Sprintf("sweep: %d location(s) could not be listed; their nodes were not checked: %s", len(res.Errors), strings.Join(res.Errors, "; "))
+		unlisted = append(unlisted, fmt.Sprintf("%d location(s) could not be listed; their nodes were not checked: %s", len(res.Errors), strings.Join(res.Errors, "; ")))
+	}
+	if len(ires.Errors) > 0 {
+		var errs []string
+		for _, e := range ires.Errors {
+			errs = append(errs, e.Error())
+		}
+		unlisted = append(unlisted, fmt.Sprintf("%d instance zone(s) or slice(s) could not be read; they were not checked: %s", len(ires.Errors), strings.Join(errs, "; ")))
+	}
+	if len(unlisted) > 0 {
+		apply[exitTransient] = "sweep: " + strings.Join(unlisted, "; ")
 	}
 	exit, runErr := p.end(sum, outs, apply, runErr)
 	if err := tg.finish(); err != nil && runErr == nil {
@@ -144,6 +189,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return exit
 }
+
+// sweepHolder is whom the sweep's claims are held by.
+const sweepHolder = "autoheal-sweep"
 
 // sweepLines is one line per swept node: its record when the sweep wrote
 // one, else (a node the sweep looked at and found nothing to do about, which
@@ -190,50 +238,69 @@ func sweepLines(res remediate.SweepResult, listed *listingTPU, cfg remediate.Con
 // location held.
 type listingTPU struct {
 	remediate.TPU
-	nodes    []*tpu.Node
-	listed   []string       // parents listed, in order
-	count    map[string]int // nodes per listed parent
-	notFound []string       // parents the API does not know
-	failed   []string       // parents that could not be listed
+	nodes []*tpu.Node
+	listings
 }
 
 func (l *listingTPU) ListNodes(ctx context.Context, parent, pageToken string) ([]*tpu.Node, string, error) {
 	nodes, next, err := l.TPU.ListNodes(ctx, parent, pageToken)
-	switch {
-	case err == nil:
-		if l.count == nil {
-			l.count = map[string]int{}
-		}
-		if _, ok := l.count[parent]; !ok {
-			l.listed = append(l.listed, parent)
-		}
-		l.count[parent] += len(nodes)
+	if err == nil {
 		l.nodes = append(l.nodes, nodes...)
-	case remediate.IsNotFound(err):
-		l.notFound = append(l.notFound, parent)
-	case !remediate.IsTransient(err):
-		l.failed = append(l.failed, parent)
 	}
+	// A transient failure of a page is retried by the sweep.
+	l.note(parent, len(nodes), err, err != nil && !remediate.IsTransient(err))
 	return nodes, next, err
 }
 
 // summary is "acme-ml/europe-west4-a 1 node, acme-ml/nowhere-1a no nodes":
 // a zone mistyped shows as one with no nodes.
-func (l *listingTPU) summary() string {
+func (l *listingTPU) summary() string { return l.listings.summary(shortLocation, "node", "nodes") }
+
+// listings are the locations a sweep listed and what each held.
+type listings struct {
+	listed   []string       // locations listed, in order
+	count    map[string]int // what each listed location held
+	notFound []string       // locations the API does not know
+	failed   []string       // locations that could not be listed
+}
+
+// note keeps the answer to a listing of where (n things, or err; failed
+// says that err means where could not be listed).
+func (l *listings) note(where string, n int, err error, failed bool) {
+	switch {
+	case err == nil:
+		if l.count == nil {
+			l.count = map[string]int{}
+		}
+		if _, ok := l.count[where]; !ok {
+			l.listed = append(l.listed, where)
+		}
+		l.count[where] += n
+	case remediate.IsNotFound(err):
+		l.notFound = append(l.notFound, where)
+	case failed:
+		l.failed = append(l.failed, where)
+	}
+}
+
+// summary says what each location listed held (one, many: what it holds;
+// name: how a location is written), then the locations not found and
+// those that could not be listed.
+func (l *listings) summary(name func(string) string, one, many string) string {
 	var parts []string
 	for _, p := range l.listed {
 		switch n := l.count[p]; n {
 		case 0:
-			parts = append(parts, shortLocation(p)+" no nodes")
+			parts = append(parts, name(p)+" no "+many)
 		default:
-			parts = append(parts, shortLocation(p)+" "+plural(n, "node", "nodes"))
+			parts = append(parts, name(p)+" "+plural(n, one, many))
 		}
 	}
 	for _, p := range l.notFound {
-		parts = append(parts, shortLocation(p)+" not found")
+		parts = append(parts, name(p)+" not found")
 	}
 	for _, p := range l.failed {
-		parts = append(parts, shortLocation(p)+" could not be listed")
+		parts = append(parts, name(p)+" could not be listed")
 	}
 	if len(parts) == 0 {
 		return "none listed"

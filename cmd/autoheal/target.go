@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,8 +13,11 @@ import (
 	"strings"
 	"time"
 
+	compute "google.golang.org/api/compute/v1"
 	tpu "google.golang.org/api/tpu/v2"
 
+	"github.com/tpu-autoheal/autoheal/internal/computefake"
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpuapi"
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
@@ -29,6 +33,15 @@ type targetFlags struct {
 	fleetOut string
 	endpoint string
 	apply    bool
+	// computeEndpoint is --compute-endpoint: the Compute Engine of the
+	// instance path (autoheal simulate's, or "" for none unless the real
+	// TPU API is the target).
+	computeEndpoint string
+	fs              *flag.FlagSet
+	// computeAddr serves the simulated Compute Engine of a fleet file
+	// that holds instances on this address (autoheal simulate's
+	// --compute-addr; "" = a local test server).
+	computeAddr string
 
 	embedded []byte              // a fleet to use instead of --fleet (autoheal demo)
 	after    func(tpufake.Fleet) // called with the simulated fleet after the run
@@ -43,10 +56,11 @@ type targetFlags struct {
 }
 
 func addTargetFlags(fs *flag.FlagSet) *targetFlags {
-	t := &targetFlags{}
+	t := &targetFlags{fs: fs}
 	fs.StringVar(&t.fleet, "fleet", "", "act on a simulated TPU control plane seeded from this fleet `file` (a JSON array of TPU v2 nodes, concatenated \"gcloud ... tpu-vm describe --format=json\" outputs, or {\"nodes\":[...],\"queuedResources\":[...]}); without it the real TPU API is read, and changed only with --apply")
 	fs.StringVar(&t.fleetOut, "fleet-out", "", "write the simulated fleet to this `file` after the run (needs --fleet)")
 	fs.StringVar(&t.endpoint, "tpu-endpoint", os.Getenv("AUTOHEAL_TPU_ENDPOINT"), "talk to the TPU v2 API at this `URL` (such as autoheal simulate's) instead of Google's; read-only unless --apply ($AUTOHEAL_TPU_ENDPOINT when set)")
+	fs.StringVar(&t.computeEndpoint, "compute-endpoint", os.Getenv("AUTOHEAL_COMPUTE_ENDPOINT"), "talk to the Compute Engine API at this `URL` (such as autoheal simulate's) for Compute Engine TPU VMs; read-only unless --apply ($AUTOHEAL_COMPUTE_ENDPOINT when set; with --fleet, the fleet file's instances are simulated instead)")
 	fs.BoolVar(&t.apply, "apply", false, "without --fleet: really delete and recreate nodes through the TPU API (default: decide and record only)")
 	return t
 }
@@ -68,6 +82,14 @@ func (t *targetFlags) check(p *policyFlags) error {
 	if t.fleetOut != "" && t.fleet == "" && t.embedded == nil {
 		return usagef("--fleet-out needs --fleet (only the simulated fleet can be written)")
 	}
+	if t.computeEndpoint != "" && flagGiven(t.fs, "compute-endpoint") && (t.fleet != "" || t.embedded != nil) {
+		return usagef("--compute-endpoint and --fleet both choose the Compute Engine: give one (a fleet file's instances are simulated)")
+	}
+	if t.computeEndpoint != "" {
+		if _, err := computevm.EndpointOptions(t.computeEndpoint); err != nil {
+			return usagef("--compute-endpoint: %v", err)
+		}
+	}
 	return nil
 }
 
@@ -81,8 +103,13 @@ type target struct {
 	// policy in dry-run, and tpu refuses every mutation besides.
 	readOnly bool
 
-	legacy *tpulegacy.Client        // the v1 client of the real API, nil otherwise
-	maint  remediate.MaintenanceTPU // the maintenance calls (read-only unless --apply on the real API)
+	legacy *tpulegacy.Client // the v1 client of the real API, nil otherwise
+	// compute is the instance path's Compute Engine (nil: none chosen;
+	// instance entries are recorded as skip); csrv the simulated one when
+	// the fleet file holds instances.
+	compute computevm.Instances
+	csrv    *computefake.Server
+	maint   remediate.MaintenanceTPU // the maintenance calls (read-only unless --apply on the real API)
 }
 
 // open checks the flags and opens the control plane. It reads the fleet file
@@ -128,9 +155,25 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 			return nil, setupf("TPU API client for maintenance (Application Default Credentials; use --fleet FILE to run without credentials): %v", err)
 		}
 		tg.maint = m
+		if t.computeEndpoint != "" || t.endpoint == "" {
+			// The real Compute Engine beside the real TPU API, or the
+			// one --compute-endpoint names.
+			opts, err := computevm.EndpointOptions(t.computeEndpoint)
+			if err != nil {
+				return nil, usagef("--compute-endpoint: %v", err)
+			}
+			c, err := computevm.NewFromOptions(ctx, opts...)
+			if err != nil {
+				return nil, setupf("Compute Engine client (--compute-endpoint %q): %v", t.computeEndpoint, err)
+			}
+			tg.compute = c
+		}
 		if tg.readOnly {
 			tg.tpu = readOnlyTPU{tg.tpu}
 			tg.maint = readOnlyMaintenance{tg.maint}
+			if tg.compute != nil {
+				tg.compute = readOnlyCompute{tg.compute}
+			}
 		}
 		return tg, nil
 	}
@@ -179,7 +222,56 @@ func (t *targetFlags) open(ctx context.Context) (*target, error) {
 		tg.close()
 		return nil, fmt.Errorf("simulated TPU API client: %w", err)
 	}
+	if t.embedded == nil {
+		// A fleet file that holds Compute Engine instances is also a
+		// simulated Compute Engine, on the same clock.
+		cf, ok, err := computeFleet(t.fleet)
+		if err != nil {
+			tg.close()
+			return nil, usagef("--fleet: %v", err)
+		}
+		if ok {
+			copts := []computefake.Option{computefake.WithClock(func() time.Time {
+				if t.simNow != nil {
+					return t.simNow()
+				}
+				return time.Now()
+			})}
+			if t.computeAddr != "" {
+				ln, err := net.Listen("tcp", t.computeAddr)
+				if err != nil {
+					tg.close()
+					return nil, usagef("--compute-addr %s: %v", t.computeAddr, err)
+				}
+				copts = append(copts, computefake.WithListener(ln))
+			}
+			tg.csrv = computefake.New(cf, copts...)
+			svc, err := tg.csrv.Service(ctx)
+			if err != nil {
+				tg.close()
+				return nil, fmt.Errorf("simulated Compute Engine client: %w", err)
+			}
+			tg.compute = computevm.New(svc)
+		}
+	}
 	return tg, nil
+}
+
+// computeFleet reads the fleet file as a Compute Engine fleet; ok says it
+// holds instances. A file that does not parse as one is a TPU-only fleet (a
+// JSON array of TPU nodes reads as instances that are not), unless it is an
+// object with an "instances" key: then its instances are wrong, and that is
+// said rather than silently dropped.
+func computeFleet(path string) (f computefake.Fleet, ok bool, err error) {
+	f, err = computefake.ReadFleetFile(path)
+	if err != nil {
+		var obj map[string]json.RawMessage
+		if data, rerr := os.ReadFile(path); rerr == nil && json.Unmarshal(data, &obj) == nil && obj["instances"] != nil {
+			return computefake.Fleet{}, false, err
+		}
+		return computefake.Fleet{}, false, nil
+	}
+	return f, len(f.Instances) > 0, nil
 }
 
 // finish writes --fleet-out (when asked for) and stops the simulated control
@@ -208,6 +300,9 @@ func (tg *target) close() {
 	}
 	if tg.srv != nil {
 		tg.srv.Close()
+	}
+	if tg.csrv != nil {
+		tg.csrv.Close()
 	}
 	if tg.legacy != nil {
 		_ = tg.legacy.Close()
@@ -249,15 +344,45 @@ func (readOnlyMaintenance) PerformMaintenanceQueuedResource(context.Context, str
 	return "", errReadOnly
 }
 
+// readOnlyCompute passes the Compute Engine reads through and refuses the
+// mutations, as readOnlyTPU does.
+type readOnlyCompute struct{ computevm.Instances }
+
+func (readOnlyCompute) Start(context.Context, computevm.Ref, string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyCompute) Insert(context.Context, computevm.Ref, *compute.Instance, string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyCompute) RecreateInstances(context.Context, string, []string, string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyCompute) SetMetadataKey(context.Context, computevm.Ref, *compute.Instance, string, string) (string, error) {
+	return "", errReadOnly
+}
+func (readOnlyCompute) ReportHostAsFaulty(context.Context, computevm.Ref, string, string) (string, error) {
+	return "", errReadOnly
+}
+
 // checkZones refuses, before any work, a zone the control plane does not
-// know: on the simulated fleet, a zone none of its nodes is in; on the real
-// API, one whose listing answers NOT FOUND.
+// know: on the simulated fleet, a zone none of its nodes (nor, with a
+// simulated Compute Engine, its instances) is in; on the real API, one whose
+// listing answers NOT FOUND (from the TPU API, and from Compute Engine too
+// when it is a target: a Compute Engine TPU VM's zone need not be a TPU API
+// location).
 func (tg *target) checkZones(ctx context.Context, projects, zones []string) error {
 	if tg.srv != nil {
 		known := map[string]bool{}
 		for _, n := range tg.srv.Fleet().Nodes {
 			if _, z := remediate.NodeProjectZone(n.Name); z != "" {
 				known[z] = true
+			}
+		}
+		if tg.csrv != nil {
+			for _, in := range tg.csrv.Fleet().Instances {
+				if z := in.Zone[strings.LastIndexByte(in.Zone, '/')+1:]; z != "" {
+					known[z] = true
+				}
 			}
 		}
 		for _, z := range zones {
@@ -270,8 +395,14 @@ func (tg *target) checkZones(ctx context.Context, projects, zones []string) erro
 	for _, p := range projects {
 		for _, z := range zones {
 			parent := "projects/" + p + "/locations/" + z
-			if _, _, err := tg.tpu.ListNodes(ctx, parent, ""); remediate.IsNotFound(err) {
+			if _, _, err := tg.tpu.ListNodes(ctx, parent, ""); !remediate.IsNotFound(err) {
+				continue
+			}
+			if tg.compute == nil {
 				return usagef("--zones %s: no such zone: the TPU API has no location %s", z, parent)
+			}
+			if _, err := tg.compute.ListOptedIn(ctx, p, z); remediate.IsNotFound(err) {
+				return usagef("--zones %s: no such zone: neither the TPU API (location %s) nor Compute Engine (projects/%s/zones/%s) knows it", z, parent, p, z)
 			}
 		}
 	}

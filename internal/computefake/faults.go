@@ -2,6 +2,7 @@ package computefake
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -79,6 +80,14 @@ type FailRule struct {
 	// ReadLag (on a mutating call) makes gets and lists of the instance show
 	// it as it was before the call for this long on the server's clock.
 	ReadLag time.Duration
+	// OtherWriter (on instances.setMetadata) is someone else's metadata
+	// write that lands on arrival of the call, before it is carried out:
+	// these keys are set on the instance (the others kept) and its metadata
+	// fingerprint moves, as when a person or an agent writes between the
+	// caller's read and its write. A call sent with the fingerprint it read
+	// before is then refused 412 conditionNotMet, as Compute Engine refuses
+	// it; the rule's other fields apply as usual.
+	OtherWriter map[string]string
 	// Page (on a list call) makes the page it answers odd.
 	Page PageFault
 }
@@ -156,6 +165,9 @@ func (f *FailRule) String() string {
 	if f.Page != "" {
 		add("page %s", f.Page)
 	}
+	if len(f.OtherWriter) > 0 {
+		add("another writer sets metadata %s first", strings.Join(slices.Sorted(maps.Keys(f.OtherWriter)), ","))
+	}
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -221,6 +233,8 @@ func (f FailRule) check() error {
 		return fmt.Errorf("FailRule.ReadLag on %s: a read lag follows a mutating call", f.Method)
 	case f.Page != "" && !listing[f.Method]:
 		return fmt.Errorf("FailRule.Page on %s: only list calls page", f.Method)
+	case len(f.OtherWriter) > 0 && f.Method != "instances.setMetadata":
+		return fmt.Errorf("FailRule.OtherWriter on %s: another writer's metadata write races instances.setMetadata only", f.Method)
 	case f.AppliedAfter > 0 && !f.Applied:
 		return fmt.Errorf("FailRule.AppliedAfter without Applied")
 	case f.OperationError && (f.Hang || f.Lost || f.Malformed || f.Code >= 200 && f.Code < 300):

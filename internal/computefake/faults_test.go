@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/googleapi"
 
 	"github.com/tpu-autoheal/autoheal/internal/computefake"
@@ -346,4 +347,56 @@ func TestIntermittentSlowness(t *testing.T) {
 	if _, err := f.svc.Instances.Get(project, zone, "trainer-a").Context(ctx).Do(); err == nil {
 		t.Error("a call delayed an hour answered before its deadline")
 	}
+}
+
+// TestAnotherWritersMetadataWriteMakesAStaleFingerprintFail: OtherWriter
+// lands its keys before the call; the call, sent with the fingerprint read
+// before, is refused 412 conditionNotMet and changes nothing; sent again
+// on top of a fresh read, it lands and both writes are there.
+func TestAnotherWritersMetadataWriteMakesAStaleFingerprintFail(t *testing.T) {
+	f := start(t, fleetFile)
+	f.Fail(computefake.FailRule{Method: "instances.setMetadata", Resource: name("trainer-a"), Times: 1, OtherWriter: map[string]string{"team-note": "theirs"}})
+	keys := func(md *compute.Metadata) map[string]string {
+		out := map[string]string{}
+		for _, it := range md.Items {
+			out[it.Key] = *it.Value
+		}
+		return out
+	}
+	setOurs := func() error {
+		in, err := f.svc.Instances.Get(project, zone, "trainer-a").Do()
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := in.Metadata
+		md.Items = append(md.Items, &compute.MetadataItems{Key: "ours", Value: new("1")})
+		_, err = f.svc.Instances.SetMetadata(project, zone, "trainer-a", md).Do()
+		return err
+	}
+	before, _ := f.Instance(name("trainer-a"))
+	apiErr(t, setOurs(), 412, "conditionNotMet")
+	after, _ := f.Instance(name("trainer-a"))
+	if got := keys(after.Metadata); got["team-note"] != "theirs" || got["ours"] != "" {
+		t.Errorf("after the refused call: %v, want theirs and not ours", got)
+	}
+	if after.Metadata.Fingerprint == before.Metadata.Fingerprint {
+		t.Error("the other writer's write did not move the fingerprint")
+	}
+	if err := setOurs(); err != nil {
+		t.Fatalf("sent again on a fresh read: %v", err)
+	}
+	final, _ := f.Instance(name("trainer-a"))
+	if got := keys(final.Metadata); got["team-note"] != "theirs" || got["ours"] != "1" || got["startup-script"] == "" {
+		t.Errorf("after the second call: %v, want theirs, ours and the startup script", got)
+	}
+}
+
+func TestOtherWriterIsOnlyForSetMetadata(t *testing.T) {
+	f := start(t, fleetFile)
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "OtherWriter") {
+			t.Errorf("Fail(OtherWriter on instances.start) = %v, want a panic naming OtherWriter", r)
+		}
+	}()
+	f.Fail(computefake.FailRule{Method: "instances.start", OtherWriter: map[string]string{"k": "v"}})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -462,6 +463,7 @@ func (s *Server) insertInstance(rt route, q map[string][]string, body []byte, fa
 	op := s.startOp("instances.insert", in, fail)
 	d := s.delays["insert"]
 	if op.applies() {
+		s.effect(t.String(), "insert", s.actor())
 		s.boot(in, d, nil)
 		return s.launch(op, d, nil), nil
 	}
@@ -488,6 +490,7 @@ func (s *Server) deleteInstance(t ref, fail *FailRule) (*operation, *apiError) {
 	if !op.applies() {
 		return s.launch(op, s.delays["delete"], nil), nil
 	}
+	s.effect(t.String(), "delete", s.actor())
 	ok := s.guard(in)
 	if in.res.Status != "TERMINATED" {
 		s.setStatus(in, "STOPPING")
@@ -518,6 +521,7 @@ func (s *Server) startInstance(t ref, fail *FailRule) (*operation, *apiError) {
 	if !op.applies() {
 		return s.launch(op, s.delays["start"], nil), nil
 	}
+	s.effect(t.String(), "start", s.actor())
 	s.boot(in, s.delays["start"], nil)
 	return s.launch(op, s.delays["start"], nil), nil
 }
@@ -537,6 +541,7 @@ func (s *Server) stopInstance(t ref, fail *FailRule) (*operation, *apiError) {
 	if !op.applies() {
 		return s.launch(op, s.delays["stop"], nil), nil
 	}
+	s.effect(t.String(), "stop", s.actor())
 	s.stopping(in, s.delays["stop"], nil)
 	return s.launch(op, s.delays["stop"], nil), nil
 }
@@ -594,6 +599,32 @@ func (s *Server) setMetadata(t ref, body []byte, fail *FailRule) (*operation, *a
 	return s.launch(op, s.delays["setMetadata"], nil), nil
 }
 
+// otherMetadataWrite is someone else's write of the named keys of the
+// instance's metadata (FailRule.OtherWriter): the other keys kept, the
+// fingerprint moved even when a value is the one already there (their write
+// is a new version). No audit entry: the writer is not the API's caller.
+// Called with s.mu held; an instance that does not exist is left to the call
+// to report.
+func (s *Server) otherMetadataWrite(t ref, set map[string]string) {
+	in, e := s.lookup(t)
+	if e != nil {
+		return
+	}
+	var items []*compute.MetadataItems
+	for _, it := range in.res.Metadata.Items {
+		if _, ok := set[it.Key]; !ok {
+			items = append(items, it)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		items = append(items, &compute.MetadataItems{Key: k, Value: new(set[k])})
+	}
+	s.otherWrites++
+	in.res.Metadata = &compute.Metadata{Kind: "compute#metadata", Items: items,
+		Fingerprint: fingerprint(fmt.Sprintf("%s/other-writer/%d", metadataFingerprint(items), s.otherWrites))}
+	s.changed(in)
+}
+
 func itemKey(it *compute.MetadataItems) string {
 	if it == nil {
 		return ""
@@ -623,6 +654,7 @@ func (s *Server) setLabels(t ref, body []byte, fail *FailRule) (*operation, *api
 		in.res.Labels = req.Labels
 		in.res.LabelFingerprint = labelFingerprint(req.Labels)
 		s.changed(in)
+		s.effects = append(s.effects, Effect{Time: s.at(), Instance: t.String(), What: "setLabels", By: s.actor(), Labels: maps.Clone(req.Labels)})
 	}
 	return s.launch(op, s.delays["setLabels"], nil), nil
 }

@@ -228,6 +228,7 @@ func (s *Server) maintain(ins []*instance, d time.Duration, done func()) {
 			s.guard(in) // cancels what was under way
 			in.res.LastStopTimestamp = stamp(s.at())
 			s.setStatus(in, "TERMINATED")
+			s.effect(in.key(), "terminateOnHostMaintenance", SystemPrincipal)
 			s.systemEvent(in, "compute.instances.terminateOnHostMaintenance", "Instance terminated during Compute Engine maintenance.", nil)
 		}
 	}
@@ -255,6 +256,7 @@ func (s *Server) endMaintenance(in *instance) {
 	case in.outcome == "TERMINATED" || in.outcome == "" && !*in.res.Scheduling.AutomaticRestart:
 		s.brokenMember(in.key())
 	default:
+		s.effect(in.key(), "restart", SystemPrincipal)
 		s.boot(in, s.delays["start"], func(ok bool) {
 			if ok {
 				s.systemEvent(in, "compute.instances.automaticRestart", "Instance automatically restarted by Compute Engine.", nil)

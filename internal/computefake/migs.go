@@ -131,6 +131,7 @@ func (s *Server) recreate(m *mig, members []string) {
 				panic(fmt.Sprintf("computefake: MIG %s: recreate %s: %v", m.name, member, err))
 			}
 			in := s.put(spec, nil)
+			s.effect(key, "recreate", m.name.String())
 			s.boot(in, s.delays["insert"], func(bool) { delete(m.recreating, member) })
 		}
 		in, ok := s.instances[key]
@@ -293,6 +294,9 @@ func (s *Server) recreateInstances(t ref, body []byte, fail *FailRule) (*operati
 		// recreated as a whole.
 		if m.slice() {
 			members = slices.Clone(m.members)
+		}
+		for _, member := range members {
+			s.effect(m.instanceName(member), "recreateInstances", s.actor())
 		}
 		s.recreate(m, members)
 	}

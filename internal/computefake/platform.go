@@ -48,6 +48,7 @@ func (s *Server) HostError(name string) (LogEntry, error) {
 		}
 		s.guard(f)
 		s.terminated(f)
+		s.effect(f.key(), "hostError", SystemPrincipal)
 	}
 	entry := s.systemEvent(in, "compute.instances.hostError", "Instance terminated by Compute Engine.", nil)
 	if restart {
@@ -57,6 +58,7 @@ func (s *Server) HostError(name string) (LogEntry, error) {
 				if !alive[i]() || f.res.Status != "TERMINATED" {
 					continue
 				}
+				s.effect(f.key(), "restart", SystemPrincipal)
 				s.boot(f, s.delays["start"], func(ok bool) {
 					if ok {
 						s.systemEvent(f, "compute.instances.automaticRestart", "Instance automatically restarted by Compute Engine.", nil)
@@ -89,6 +91,7 @@ func (s *Server) Preempt(name string) (LogEntry, error) {
 	}
 	entry := s.systemEvent(in, "compute.instances.preempted", "Instance was preempted.", nil)
 	s.guard(in)
+	s.effect(name, "preempted", SystemPrincipal)
 	if in.res.Scheduling.InstanceTerminationAction == "DELETE" {
 		s.remove(name)
 	} else {
@@ -125,11 +128,16 @@ func (s *Server) personal(method, name, principal string) ([]LogEntry, error) {
 	s.tick()
 	var op *operation
 	var e *apiError
-	if method == "instances.stop" {
+	s.acting = principal
+	switch method {
+	case "instances.stop":
 		op, e = s.stopInstance(t, nil)
-	} else {
+	case "instances.start":
+		op, e = s.startInstance(t, nil)
+	default:
 		op, e = s.deleteInstance(t, nil)
 	}
+	s.acting = ""
 	if e != nil {
 		return nil, fmt.Errorf("computefake: %s %s: %v", method, name, e)
 	}

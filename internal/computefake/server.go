@@ -183,6 +183,10 @@ type Server struct {
 	succeeded map[string]int
 	audit     []LogEntry
 	entrySeq  int
+	effects   []Effect // effects.go
+	acting    string   // the person a Person… helper acts as, "" for the API's caller
+
+	otherWrites int // FailRule.OtherWriter writes so far, hashed into their fingerprints
 }
 
 type countKey struct{ method, resource string }
@@ -371,6 +375,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.Fault = fail.String()
 	}
 	slot := s.logRequest(req)
+	if fail != nil && len(fail.OtherWriter) > 0 && rt.err == nil {
+		s.otherMetadataWrite(rt.target, fail.OtherWriter)
+	}
 	if fail != nil && fail.Hang && fail.Applied && fail.Delay <= 0 && rt.err == nil {
 		// A hang that takes effect does so on arrival, under the lock: the
 		// caller gives up on its own clock, and its next call must find the

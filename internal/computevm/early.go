@@ -23,11 +23,18 @@ import (
 // that window, into observed[i].Checkpoint, and returns what was seen, for
 // the record. A read that fails counts as no report (the look says so):
 // getGuestAttributes allows 10 queries a minute per VM, so it is read only
-// while a report can still change the decision.
-func (r *Recovery) checkpoints(ctx context.Context, members []member, observed []vmpolicy.Instance) []string {
+// while a report can still change the decision: every instance of the
+// slice RUNNING (else the decision is not about maintenance), and the
+// notice not concluded late (late: the slice's CheckpointLate).
+func (r *Recovery) checkpoints(ctx context.Context, members []member, observed []vmpolicy.Instance, late string) []string {
+	for _, o := range observed {
+		if !o.Found || o.Status != vmpolicy.StatusRunning {
+			return nil
+		}
+	}
 	var seen []string
 	for i, o := range observed {
-		if !o.Early || o.Maintenance == "" || o.Notified != o.Maintenance || o.Maintained == o.Maintenance || members[i].in == nil {
+		if !o.Early || o.Maintenance == "" || o.Notified != o.Maintenance || o.Maintained == o.Maintenance || members[i].in == nil || o.Maintenance == late {
 			continue
 		}
 		rep, ok, err := r.Compute.GuestCheckpoint(ctx, members[i].ref)
@@ -42,6 +49,19 @@ func (r *Recovery) checkpoints(ctx context.Context, members []member, observed [
 		}
 	}
 	return seen
+}
+
+// keepLate keeps in the slice's state the notice dec concluded was not
+// checkpointed in time, so that no later look starts it early.
+func (r *Recovery) keepLate(ctx context.Context, key string, state *SliceState, dec vmpolicy.Decision) error {
+	if dec.CheckpointLate == "" || dec.CheckpointLate == state.CheckpointLate {
+		return nil
+	}
+	state.CheckpointLate = dec.CheckpointLate
+	if err := r.Store.SetSlice(ctx, key, *state); err != nil {
+		return fmt.Errorf("save the late checkpoint of %s: %w", key, err)
+	}
+	return nil
 }
 
 // maintain carries out a maintain decision: one performMaintenance per
@@ -88,7 +108,7 @@ func (r *Recovery) maintain(ctx context.Context, start time.Time, ev *events.Eve
 		}
 		steps = append(steps, st)
 		if sent {
-			state.Maintained = setMaintained(state.Maintained, MaintenanceSent{Instance: t, ID: m.in.Id, Window: window, At: r.now(), Operation: op})
+			state.Maintained = setPerInstance(state.Maintained, MaintenanceSent{Instance: t, ID: m.in.Id, Window: window, At: r.now(), Operation: op})
 			changed = true
 		}
 	}
@@ -108,16 +128,4 @@ func (r *Recovery) maintain(ctx context.Context, start time.Time, ev *events.Eve
 	}
 	r.write(ctx, &out)
 	return out, nil
-}
-
-// setMaintained replaces the call kept about m's instance with m (one per
-// instance: the newest window).
-func setMaintained(list []MaintenanceSent, m MaintenanceSent) []MaintenanceSent {
-	out := []MaintenanceSent{m}
-	for _, x := range list {
-		if x.Instance != m.Instance {
-			out = append(out, x)
-		}
-	}
-	return out
 }

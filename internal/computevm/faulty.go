@@ -39,7 +39,7 @@ func (r *Recovery) reportFaulty(ctx context.Context, start time.Time, ev *events
 	var reported []string
 	for i, t := range dec.Targets {
 		if i < len(steps) && (steps[i].Err == "" || steps[i].Operation != "" || ambiguousStep(unknown, t)) {
-			state.Faulty = setFaulty(state.Faulty, FaultyReport{Instance: t, At: now, Operation: steps[i].Operation})
+			state.Faulty = setPerInstance(state.Faulty, FaultyReport{Instance: t, At: now, Operation: steps[i].Operation})
 			reported = append(reported, t)
 		}
 	}

@@ -164,6 +164,10 @@ func (f *Firestore) Evidence(ctx context.Context, instances []string) ([]vmpolic
 }
 
 type sliceDoc struct {
+	// Key is the slice's key (the document id is its hash), so that the
+	// slices can be listed (autoheal status); "" in a document written
+	// before it was kept.
+	Key        string          `firestore:"key"`
 	Since      time.Time       `firestore:"since"`
 	Action     string          `firestore:"action"`
 	At         time.Time       `firestore:"at"`
@@ -171,6 +175,8 @@ type sliceDoc struct {
 	Unknown    []unknownDoc    `firestore:"unknown"`
 	Faulty     []faultyDoc     `firestore:"faulty"`
 	Maintained []maintainedDoc `firestore:"maintained"`
+	// CheckpointLate: SliceState.CheckpointLate.
+	CheckpointLate string `firestore:"checkpointLate"`
 }
 
 type maintainedDoc struct {
@@ -208,7 +214,12 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 	if err := s.DataTo(&d); err != nil {
 		return SliceState{}, err
 	}
-	st := SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations}
+	return d.state(), nil
+}
+
+// state is the slice's state the document holds.
+func (d sliceDoc) state() SliceState {
+	st := SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations, CheckpointLate: d.CheckpointLate}
 	for _, u := range d.Unknown {
 		st.Unknown = append(st.Unknown, UnknownCall{Instance: u.Instance, Action: vmpolicy.Action(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
 	}
@@ -219,12 +230,12 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 	for _, m := range d.Maintained {
 		st.Maintained = append(st.Maintained, MaintenanceSent{Instance: m.Instance, ID: uint64(m.ID), Window: m.Window, At: m.At, Operation: m.Operation})
 	}
-	return st, nil
+	return st
 }
 
 // SetSlice implements Store.
 func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) error {
-	d := sliceDoc{Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations}
+	d := sliceDoc{Key: key, Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations, CheckpointLate: st.CheckpointLate}
 	for _, u := range st.Unknown {
 		d.Unknown = append(d.Unknown, unknownDoc{Instance: u.Instance, Action: string(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
 	}

@@ -78,3 +78,9 @@ func TestOnFirestorePersonsStopIsHeld(t *testing.T) {
 		t.Errorf("after a person's stop: %s, %d mutations", got, mutations(e))
 	}
 }
+
+func TestOnFirestoreACheckpointConcludedLateStaysLate(t *testing.T) {
+	e := earlyEnv(t)
+	onFirestore(t, e)
+	silentGuest(t, e)
+}

@@ -2,7 +2,6 @@ package computevm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -403,7 +402,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		}
 		observed = append(observed, o)
 	}
-	seen := r.checkpoints(ctx, members, observed)
+	seen := r.checkpoints(ctx, members, observed, state.CheckpointLate)
 	evidence, err := r.Store.Evidence(ctx, names)
 	if err != nil {
 		return remediate.Record{}, fmt.Errorf("read evidence of %s: %w", key, err)
@@ -416,7 +415,10 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	if err != nil {
 		return remediate.Record{}, err
 	}
-	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, Now: now}, r.Policy)
+	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, CheckpointLate: state.CheckpointLate, Now: now}, r.Policy)
+	if err := r.keepLate(ctx, key, &state, dec); err != nil {
+		return remediate.Record{}, err
+	}
 	if len(seen) > 0 {
 		dec.Reason += " (" + strings.Join(seen, "; ") + ")"
 	}
@@ -545,12 +547,22 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		return remediate.Record{}, fmt.Errorf("save claim of %s: %w", key, err)
 	}
 	prev := state.Incident
+	incident := fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation)
 	state.Incident = vmpolicy.Incident{Action: dec.Action, At: now}
+	// The incident's starts or inserts are saved with it as sent, outcome
+	// unknown, until their answers come: a process that dies after this
+	// write, before the call or its answer, leaves them to the next look,
+	// which finds them in effect or concludes them lost and reopens the
+	// incident (unknown.go), never an incident marked sent whose call was
+	// never made.
+	intent := intentOf(dec, incident, now)
+	state.Unknown = append(state.Unknown, intent...)
 	if err := r.Store.SetSlice(ctx, key, state); err != nil {
 		return remediate.Record{}, fmt.Errorf("save incident of %s: %w", key, err)
 	}
-	steps, pending, unknown, callErr := r.act(ctx, dec, key, members, fmt.Sprintf("%s|%d", state.Since.UTC().Format(time.RFC3339Nano), rec.Generation))
-	if callErr == nil && len(pending) > 0 {
+	steps, pending, unknown, callErr := r.act(ctx, dec, key, members, incident)
+	state.Unknown = withoutCalls(state.Unknown, intent)
+	if callErr == nil && (len(pending) > 0 || len(intent) > 0) {
 		state.Operations = pending
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
 			return remediate.Record{}, fmt.Errorf("save the operations of %s: %w", key, err)
@@ -649,31 +661,22 @@ func (r *Recovery) maintenanceMode(in *compute.Instance) string {
 
 // prepare writes the maintenance notice into metadata autoheal-maintenance
 // of each target (read-modify-write with the fingerprint of the instance
-// as read this look), the same JSON the node path writes, so the startup
-// script and the guest read one contract.
+// as read this look, read again on a concurrent change: writeNotice), the
+// same JSON the node path writes, so the startup script and the guest read
+// one contract.
 func (r *Recovery) prepare(ctx context.Context, dec vmpolicy.Decision, members []member) ([]remediate.Step, error) {
 	var steps []remediate.Step
 	var errs []error
 	for _, t := range dec.Targets {
 		for _, m := range members {
-			if m.ref.String() != t || m.in == nil || m.in.ResourceStatus == nil || m.in.ResourceStatus.UpcomingMaintenance == nil {
+			if m.ref.String() != t || upcoming(m.in) == nil {
 				continue
 			}
-			um := m.in.ResourceStatus.UpcomingMaintenance
-			notice := remediate.MaintenanceNotice{Notice: um.WindowStartTime, SentAt: r.now(), Status: um.MaintenanceStatus, Type: um.Type,
-				WindowStart: um.WindowStartTime, WindowEnd: um.WindowEndTime, CanReschedule: um.CanReschedule}
-			b, err := json.Marshal(notice)
+			st, err := r.writeNotice(ctx, m.ref, m.in)
+			steps = append(steps, st...)
 			if err != nil {
-				return steps, err
-			}
-			st := remediate.Step{Name: "set-metadata", Start: r.now()}
-			op, err := r.Compute.SetMetadataKey(ctx, m.ref, m.in, remediate.NoticeMetadataKey, string(b))
-			st.Operation, st.Duration = op, r.now().Sub(st.Start)
-			if err != nil {
-				st.Err = err.Error()
 				errs = append(errs, err)
 			}
-			steps = append(steps, st)
 		}
 	}
 	return steps, errors.Join(errs...)
@@ -766,7 +769,7 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 	case vmpolicy.ActionStart:
 		for _, t := range dec.Targets {
 			m := byName[t]
-			id := RequestID(t + "|start|" + incident)
+			id := requestIDOf(dec.Action, t, incident)
 			call("start", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
 				return r.Compute.Start(ctx, m.ref, id)
 			})
@@ -774,7 +777,7 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 	case vmpolicy.ActionRecreate:
 		for _, t := range dec.Targets {
 			m := byName[t]
-			id := RequestID(t + "|insert|" + incident)
+			id := requestIDOf(dec.Action, t, incident)
 			call("insert", t, id, m.ref.Project, m.ref.Zone, func() (string, error) {
 				return r.Compute.Insert(ctx, m.ref, m.spec, id)
 			})

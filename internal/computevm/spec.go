@@ -102,8 +102,11 @@ func Observe(ref Ref, in, spec *compute.Instance) vmpolicy.Instance {
 		o.CanReschedule = rs.UpcomingMaintenance.CanReschedule
 	}
 	var sent remediate.MaintenanceNotice
-	if v := metadataValue(in, remediate.NoticeMetadataKey); v != "" && json.Unmarshal([]byte(v), &sent) == nil {
-		o.Notified = sent.Notice
+	if v := metadataValue(in, remediate.NoticeMetadataKey); v != "" && json.Unmarshal([]byte(v), &sent) == nil && !sent.SentAt.IsZero() {
+		// A notice without sentAt is not one prepare wrote: the checkpoint
+		// timeout could not run from it, so it counts as not delivered
+		// (prepare writes ours over it).
+		o.Notified, o.NoticeSent = sent.Notice, sent.SentAt
 	}
 	return o
 }

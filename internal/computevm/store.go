@@ -74,6 +74,11 @@ type SliceState struct {
 	// Maintained are the performMaintenance calls sent (mode early), one
 	// per instance id and window: never sent again for that window.
 	Maintained []MaintenanceSent
+	// CheckpointLate is the notice (window start) a look concluded was not
+	// checkpointed within AUTOHEAL_CHECKPOINT_TIMEOUT (vmpolicy's
+	// Decision.CheckpointLate): never started early, its guests no longer
+	// read. "" for none.
+	CheckpointLate string
 }
 
 // MaintenanceSent is one instances.performMaintenance sent, or whose
@@ -115,12 +120,23 @@ func (s SliceState) faultyReported(instance string) time.Time {
 	return time.Time{}
 }
 
-// setFaulty replaces the report about f's instance with f.
-func setFaulty(list []FaultyReport, f FaultyReport) []FaultyReport {
-	out := []FaultyReport{f}
-	for _, x := range list {
-		if x.Instance != f.Instance {
-			out = append(out, x)
+// perInstance is what a slice keeps one of per instance: the newest
+// faulty-host report, the newest performMaintenance sent.
+type perInstance interface {
+	FaultyReport | MaintenanceSent
+	instance() string
+}
+
+func (f FaultyReport) instance() string    { return f.Instance }
+func (m MaintenanceSent) instance() string { return m.Instance }
+
+// setPerInstance replaces the entry about x's instance in list with x
+// (x first): one entry per instance.
+func setPerInstance[T perInstance](list []T, x T) []T {
+	out := []T{x}
+	for _, y := range list {
+		if y.instance() != x.instance() {
+			out = append(out, y)
 		}
 	}
 	return out

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tpu-autoheal/autoheal/internal/failure"
+	"slices"
 	"strings"
 	"time"
 
 	"google.golang.org/api/googleapi"
 
+	"github.com/tpu-autoheal/autoheal/internal/failure"
 	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
 
@@ -59,7 +60,9 @@ func inEffect(c UnknownCall, m member) bool {
 	case vmpolicy.ActionRecreate:
 		return m.in != nil
 	case vmpolicy.ActionStart:
-		return m.in == nil || m.in.Status != vmpolicy.StatusTerminated
+		// Only a read that found it: a listing that missed the
+		// instance, or a lagged NOT FOUND, says nothing of the start.
+		return m.in != nil && m.in.Status != vmpolicy.StatusTerminated
 	}
 	return true
 }
@@ -84,7 +87,13 @@ func (r *Recovery) resolveUnknown(ctx context.Context, key string, state SliceSt
 		}
 		c.Reads++
 		if c.Reads >= UnknownReads && now.Sub(c.At) >= UnknownWait {
-			continue // concluded lost: the next decision may send it again
+			// Concluded lost: the next decision may send it again. An
+			// incident saved with it as sent (a process that died before
+			// the call, or before its answer) is reopened with it.
+			if state.Incident.Action == c.Action && !state.Incident.At.After(c.At.Add(time.Second)) {
+				state.Incident = vmpolicy.Incident{}
+			}
+			continue
 		}
 		waiting = append(waiting, c)
 	}
@@ -114,4 +123,41 @@ func waitingReason(dec vmpolicy.Decision, waiting []UnknownCall) string {
 	}
 	due := waiting[0].At.Add(UnknownWait)
 	return fmt.Sprintf("would %s: %s; not sent again before %s and %d reads that do not find it in effect", dec.Action, strings.Join(parts, "; "), due.UTC().Format(time.RFC3339), UnknownReads)
+}
+
+// intentOf is the starts or inserts dec is about to send, as sent with
+// their outcome unknown (saved with the incident before the calls).
+func intentOf(dec vmpolicy.Decision, incident string, now time.Time) []UnknownCall {
+	if dec.Action != vmpolicy.ActionStart && dec.Action != vmpolicy.ActionRecreate {
+		return nil
+	}
+	var out []UnknownCall
+	for _, t := range dec.Targets {
+		out = append(out, UnknownCall{Instance: t, Action: dec.Action, RequestID: requestIDOf(dec.Action, t, incident), At: now})
+	}
+	return out
+}
+
+// requestIDOf is the requestId of the start or insert of target in an
+// incident: a call repeated within one claim is one request.
+func requestIDOf(action vmpolicy.Action, target, incident string) string {
+	verb := "start"
+	if action == vmpolicy.ActionRecreate {
+		verb = "insert"
+	}
+	return RequestID(target + "|" + verb + "|" + incident)
+}
+
+// withoutCalls is calls less those in drop (by request id).
+func withoutCalls(calls, drop []UnknownCall) []UnknownCall {
+	if len(drop) == 0 {
+		return calls
+	}
+	var out []UnknownCall
+	for _, c := range calls {
+		if !slices.ContainsFunc(drop, func(d UnknownCall) bool { return d.RequestID == c.RequestID && d.Instance == c.Instance }) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

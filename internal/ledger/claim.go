@@ -236,6 +236,32 @@ func trimEvidence(list []remediate.Evidence) []remediate.Evidence {
 	return out
 }
 
+// maxValueBytes is the longest string Firestore keeps in one field: its
+// INVALID_ARGUMENT for a longer one says "longer than 1048487 bytes". The
+// Memory ledger refuses a spec over it as Firestore does, so that both
+// ledgers refuse the same recoveries, and alike (refused).
+const maxValueBytes = 1_048_487
+
+// refused is err as a write the ledger refused for good: no retry can
+// mend it (remediate.KindPermanent; the engine acknowledges the delivery
+// instead of having it redelivered forever).
+func refused(err error) error {
+	return &remediate.Error{Kind: remediate.KindPermanent, Err: err}
+}
+
+// checkSpecSize refuses, as Firestore would, a recovery whose encoded spec
+// is over maxValueBytes.
+func checkSpecSize(rec remediate.Recovery) error {
+	spec, err := encodeNode(rec.Spec)
+	if err != nil {
+		return refused(err)
+	}
+	if len(spec) > maxValueBytes {
+		return refused(fmt.Errorf("update %s: spec is %d bytes encoded, over the ledger's %d for one value", rec.Node, len(spec), maxValueBytes))
+	}
+	return nil
+}
+
 func encodeNode(n *tpu.Node) (string, error) {
 	if n == nil {
 		return "", nil

@@ -409,6 +409,13 @@ func (f *Firestore) commit(ctx context.Context, writes ...write) error {
 	}, firestore.MaxAttempts(1))
 }
 
+// refusedByFirestore reports whether Firestore refused a write itself
+// (INVALID_ARGUMENT: a value or document over its size limit, say), which
+// no retry mends.
+func refusedByFirestore(err error) bool {
+	return status.Code(err) == codes.InvalidArgument
+}
+
 // lostRace reports whether err means another writer got there first: a
 // precondition failed, or Firestore aborted the commit on contention.
 func lostRace(err error) bool {
@@ -609,7 +616,7 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 		}
 		doc, err := toDoc(next)
 		if err != nil {
-			return err
+			return refused(err) // an encoding fails the same way every time
 		}
 		writes := []write{{snap: snaps[0], data: doc.fields()}, f.summaryRecWrite(doc)}
 		if cur.Latest.Unfinished() && !next.Latest.Unfinished() {
@@ -631,6 +638,9 @@ func (f *Firestore) Update(ctx context.Context, rec remediate.Recovery) error {
 		err = f.commit(ctx, writes...)
 		if err == nil {
 			return nil
+		}
+		if refusedByFirestore(err) {
+			return fmt.Errorf("update %s: %w", rec.Node, refused(err))
 		}
 		if !lostRace(err) {
 			return fmt.Errorf("update %s: %w", rec.Node, err)

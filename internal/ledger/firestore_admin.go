@@ -218,7 +218,7 @@ func (f *Firestore) ClearPause(ctx context.Context, p remediate.Pause) (bool, er
 		// which does not count toward their age bound
 		// (remediate.RecoveryAge). While the pause stands no claim of
 		// theirs succeeds, so their documents do not change under us.
-		paused, perr := f.pausedWrites(ctx, stored)
+		paused, perr := f.pausedWrites(ctx, stored, set.sorted())
 		if perr != nil {
 			return false, fmt.Errorf("resume %s: %w", p.What(), perr)
 		}
@@ -237,8 +237,9 @@ func (f *Firestore) ClearPause(ctx context.Context, p remediate.Pause) (bool, er
 }
 
 // pausedWrites are the writes that add, to every unfinished recovery p
-// covers, the time p held it back (Recovery.Paused).
-func (f *Firestore) pausedWrites(ctx context.Context, p remediate.Pause) ([]write, error) {
+// covers, the time p held it back that no pause still standing held too
+// (Recovery.Paused; remediate.ClearedPauseTime).
+func (f *Firestore) pausedWrites(ctx context.Context, p remediate.Pause, standing []remediate.Pause) ([]write, error) {
 	now := f.clock()
 	var out []write
 	err := each(f.col(CollectionRecoveries).Where("unfinished", "==", true).Documents(ctx), func(s *firestore.DocumentSnapshot) error { // rest: firestore.projects.databases.documents.runQuery
@@ -250,7 +251,7 @@ func (f *Firestore) pausedWrites(ctx context.Context, p remediate.Pause) ([]writ
 		if r == nil || !r.Unfinished() || !p.Covers(r.Node) {
 			return nil
 		}
-		total := r.Paused + remediate.PausedTime(p, *r, now)
+		total := r.Paused + remediate.ClearedPauseTime(p, standing, *r, now)
 		out = append(out, write{snap: s, data: map[string]any{"pausedMillis": total.Milliseconds()}})
 		return nil
 	})

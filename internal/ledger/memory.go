@@ -258,6 +258,9 @@ func (m *Memory) Claim(ctx context.Context, req remediate.ClaimRequest) (remedia
 
 // Update implements remediate.Store.
 func (m *Memory) Update(ctx context.Context, rec remediate.Recovery) error {
+	if err := checkSpecSize(rec); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var cur nodeLedger

@@ -32,11 +32,18 @@ func (m *Memory) ClearPause(ctx context.Context, p remediate.Pause) (bool, error
 	stored, ok := m.pauses[k]
 	if ok {
 		// The time it held recoveries back does not count toward their
-		// age bound (remediate.RecoveryAge).
+		// age bound (remediate.RecoveryAge), counted once where pauses
+		// overlap.
 		now := m.clock()
+		var standing []remediate.Pause
+		for pk, q := range m.pauses {
+			if pk != k {
+				standing = append(standing, q)
+			}
+		}
 		for _, n := range m.nodes {
 			if r := n.Latest; r != nil && r.Unfinished() && stored.Covers(r.Node) {
-				r.Paused += remediate.PausedTime(stored, *r, now)
+				r.Paused += remediate.ClearedPauseTime(stored, standing, *r, now)
 			}
 		}
 	}

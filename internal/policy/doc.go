@@ -20,7 +20,7 @@
 // stored documents and a conversion at every adapter, a risk with no
 // second user to pay for it. The Compute Engine backend decides over its
 // own table (internal/vmpolicy) and does not share these rows. Errors
-// reach Advance already classified (an *Error carrying its Kind): the
-// mapping of an API's errors lives with the adapters and the interpreter
-// (remediate.KindOf), never here.
+// reach Advance classified by the adapters (an *Error carrying its Kind);
+// one no adapter classified is read as transient (KindOf). The mapping of
+// an API's errors lives with the adapters, never here.
 package policy

@@ -133,6 +133,27 @@ func PausedTime(p Pause, rec Recovery, now time.Time) time.Duration {
 	return 0
 }
 
+// ClearedPauseTime is what clearing p adds to rec.Paused at now: the time
+// p held rec back that no pause still standing over rec (standing) also
+// held. Every moment counts once however many pauses overlap it: a
+// standing pause adds its own span when it is cleared in turn.
+func ClearedPauseTime(p Pause, standing []Pause, rec Recovery, now time.Time) time.Duration {
+	end := now
+	for _, q := range standing {
+		if !q.Covers(rec.Node) {
+			continue
+		}
+		from := q.Since
+		if rec.StartedAt.After(from) {
+			from = rec.StartedAt
+		}
+		if from.Before(end) {
+			end = from
+		}
+	}
+	return PausedTime(p, rec, end)
+}
+
 // DeletedWhilePaused reports whether rec has sent its node's delete (the
 // node is gone, or going) and not yet created it again: a pause covering
 // it leaves the node deleted until `autoheal resume`, so status lists it

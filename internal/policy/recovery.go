@@ -204,7 +204,7 @@ func advanceRecreate(rec Recovery, obs Observation, res StepResult, now time.Tim
 			// evidence to name, then close.
 			return createdThenGone(rec, now, cfg)
 		case !ourGeneration(rec, node):
-			return CloseRecovery(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else; left as it is", Describe(node), GenerationLabel, rec.Generation)), Effect{}
+			return CloseRecovery(rec, fmt.Sprintf("node %s has no label %s=%d: created by someone else; left as it is", Describe(node), GenerationLabel, rec.Generation)+createEvidenceNote(rec, cfg)), Effect{}
 		case Healthy(node):
 			return recovered(rec, node), Effect{}
 		}
@@ -375,6 +375,19 @@ func personsCreate(rec Recovery, since time.Time, cfg Config) *Evidence {
 	return last
 }
 
+// createEvidenceNote says, in the record of a recovery closed on a node
+// made but not labelled ours, what the conclusion rests on: a person's
+// create in evidence, named, or one read alone. The close takes no action
+// on the node either way (a finished node is never lost by it, unlike a
+// CREATING one: TestCreatingNodeNotJudged), so the read is not repeated;
+// the record only must not claim evidence it lacks.
+func createEvidenceNote(rec Recovery, cfg Config) string {
+	if n := personsCreateNote(rec, cfg); n != "" {
+		return n
+	}
+	return " (no person's create in evidence: judged on one read of the label; a create of ours whose node was relabelled reads the same)"
+}
+
 // personsDeleteNote names a person's delete of the node in a record, ""
 // with none.
 func personsDeleteNote(rec Recovery, cfg Config) string {
@@ -533,7 +546,7 @@ func advanceCreating(rec Recovery, obs Observation, res StepResult, now time.Tim
 		return wait(rec, now, cfg, fmt.Sprintf("node is %s without label %s=%d: not judged while CREATING", Describe(node), GenerationLabel, rec.Generation), false)
 	}
 	return CloseRecovery(rec, fmt.Sprintf("node already existed when recreating it (%s, id %d, no label %s=%d): created by someone else; left as it is",
-		Describe(node), node.Id, GenerationLabel, rec.Generation)), Effect{}
+		Describe(node), node.Id, GenerationLabel, rec.Generation)+createEvidenceNote(rec, cfg)), Effect{}
 }
 
 func advanceReset(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	tpu "google.golang.org/api/tpu/v2"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // refuseOversize refuses, before the claim, the recreate of a node whose
@@ -39,12 +37,12 @@ func (h *Handler) refuseOversize(ctx context.Context, node *tpu.Node, r *Record)
 }
 
 // permanentLedgerError reports whether a ledger write failed in a way no
-// retry can mend: the ledger refused the write itself (INVALID_ARGUMENT,
-// such as a document over its size limit).
+// retry can mend: the ledger refused the write itself. The ledgers say so
+// with the kind they give the error (KindPermanent: Firestore's
+// INVALID_ARGUMENT, such as a value over its size limit, and the Memory
+// ledger's same refusal), as the TPU adapters do: this package reads kinds,
+// never an API's codes.
 func permanentLedgerError(err error) bool {
 	var tl *SpecTooLargeError
-	if errors.As(err, &tl) {
-		return true
-	}
-	return status.Code(err) == codes.InvalidArgument
+	return errors.As(err, &tl) || KindOf(err) == KindPermanent
 }

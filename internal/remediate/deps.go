@@ -121,7 +121,7 @@ func New(d Deps, cfg Config) (*Handler, error) {
 	if d.Maintenance != nil {
 		// The Maintainer's Recorder serves Maintainer.Handle; the engine
 		// records what Observe returns itself.
-		h.Maintenance = &Maintainer{TPU: d.Maintenance, Notices: d.Notices, Recorder: d.Recorder, Config: cfg, Now: d.Clock}
+		h.Maintenance = &Maintainer{TPU: d.Maintenance, Notices: d.Notices, Recorder: d.Recorder, Config: cfg, Now: d.Clock, Accounts: d.Accounts}
 	}
 	if d.Guest != nil {
 		// The Recording(next) rule, in one place: the watch opens and

@@ -30,3 +30,7 @@ func Filled(h *Handler) *Handler {
 	h.setDefaults()
 	return h
 }
+
+// PermanentLedgerError exposes permanentLedgerError to the tests that feed
+// it the errors the real ledgers return.
+var PermanentLedgerError = permanentLedgerError

@@ -173,6 +173,7 @@ type processOpts struct {
 	markID   string // sweep: synthetic id of a maintenance event seen in healthDescription (already marked)
 	markTime time.Time
 	hist     *History // sweep: the node's history from the page's batched read; nil = read it now
+	sweep    bool     // no event: a refusal recorded before is not recorded again (errRefusedBefore)
 }
 
 // process decides once about an observed node, performs the decision's
@@ -223,6 +224,12 @@ func (h *Handler) process(ctx context.Context, ev events.Event, obs Observed, r 
 		r.Reason = fmt.Sprintf("maintenance event at %s seen in healthDescription; %s", o.markTime.UTC().Format(time.RFC3339Nano), r.Reason)
 	}
 	actErr := h.perform(ctx, ev, &obs, hist, d, &r)
+	if errors.Is(actErr, errRefusedBefore) {
+		if o.sweep && o.markID == "" {
+			return r, errRefusedBefore // sweepNode: not recorded
+		}
+		actErr = nil
+	}
 	noted := false
 	if d.Action == ActionRecord && actErr == nil && d.Close == "" {
 		if hist.Pause != nil {
@@ -426,7 +433,7 @@ func (h *Handler) recover(ctx context.Context, ev events.Event, obs *Observed, h
 		}
 		if why != "" {
 			r.Action, r.Reason = ActionSkip, why
-			return nil
+			return h.accountRefused(ctx, obs.Node, r) // account_handler.go
 		}
 	}
 	rec, err := h.Store.Claim(ctx, ClaimRequest{

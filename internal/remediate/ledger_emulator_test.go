@@ -387,3 +387,7 @@ func TestFirestoreRecoveriesInTodaysShapeAreFinished(t *testing.T) {
 		})
 	}
 }
+
+func TestFirestoreLedgerRefusalIsPermanent(t *testing.T) {
+	wantLedgerRefusalsClassified(t, ledger.NewFirestore(fsClient(t), ledger.WithPrefix(fsPrefix("refusal"))))
+}

@@ -38,6 +38,11 @@ type Maintainer struct {
 	Recorder Recorder // used by Handle; Observe only returns the record
 	Config   Config
 	Now      func() time.Time // required (New sets the engine's clock)
+	// Accounts is the engine's service-account guard (Handler.Accounts):
+	// the notice's metadata patch needs iam.serviceAccounts.actAs on the
+	// node's account, as a create does, so the same accounts are allowed.
+	// nil = not checked.
+	Accounts *AccountGuard
 }
 
 // Observe decides about node's upcoming maintenance (as read by the caller)
@@ -146,6 +151,16 @@ func (m *Maintainer) prepare(ctx context.Context, listed *tpu.Node, d Maintenanc
 		r.Action = ActionRecord
 		r.Reason = "node changed right before the notice was sent (now: " + describe(fresh) + "): not prepared"
 		return &ActError{Step: "get", Node: r.Node, Transient: true, Err: errors.New("node changed before the notice was sent; look again")}
+	}
+	// Checked on the node as read now, whose account the patch acts as.
+	// A refusal keeps the notice's claim: recorded once, not every sweep.
+	why, err := m.Accounts.check(ctx, fresh, "notice not sent (its metadata patch acts as the node's account)")
+	if err != nil {
+		return &ActError{Step: "service-account", Node: r.Node, Transient: true, Err: err}
+	}
+	if why != "" {
+		r.Action, r.Reason, r.Severity = ActionSkip, why, SeverityWarning
+		return nil
 	}
 	value, err := json.Marshal(d.Notice)
 	if err != nil {

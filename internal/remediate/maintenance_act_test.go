@@ -285,3 +285,93 @@ func TestRefusedPatchIsRecordedAndNotRetriedEverySweep(t *testing.T) {
 		t.Errorf("next look: recorded %v, %d patches; want nothing (the claim stays)", ok, len(f.patches))
 	}
 }
+
+// actAsAnswers answers CanActAs from a map, or fails with err.
+type actAsAnswers struct {
+	can map[string]bool
+	err error
+}
+
+func (a *actAsAnswers) CanActAs(_ context.Context, email string) (bool, error) {
+	return a.can[email], a.err
+}
+
+// The notice's metadata patch acts as the node's service account, as a
+// create does: the recreate's service-account guard holds it back too. A
+// refusal is one WARNING skip per notice (the claim kept); a guard that
+// could not answer is transient, and the next look sends the notice.
+func TestNoticePatchIsGuardedByTheNodesServiceAccount(t *testing.T) {
+	const sa = "trainer@p.iam.gserviceaccount.com"
+	for _, tc := range []struct {
+		name    string
+		allowed []string
+		actAs   *actAsAnswers
+		refusal string // "" = patched
+	}{
+		{"listed and actAs held", []string{sa}, &actAsAnswers{can: map[string]bool{sa: true}}, ""},
+		{"not listed", []string{"other@p.iam.gserviceaccount.com"}, &actAsAnswers{can: map[string]bool{sa: true}}, sa + " is not in AUTOHEAL_NODE_SERVICE_ACCOUNTS"},
+		{"listed but actAs missing", []string{sa}, &actAsAnswers{}, "cannot act as " + sa},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := maintNow
+			node := maintNode("PENDING", "SCHEDULED", true, "", 1)
+			node.ServiceAccount = &tpu.ServiceAccount{Email: sa}
+			f := &fakeMaintTPU{node: node}
+			m := newMaintainer(f, MaintenancePrepare, &now)
+			m.Accounts = &AccountGuard{Allowed: tc.allowed, ActAs: tc.actAs}
+			r, ok := observe(t, m, f)
+			if tc.refusal == "" {
+				if !ok || r.Outcome != OutcomePrepared || len(f.patches) != 1 {
+					t.Fatalf("got %v %s/%s (%s), %d patches; want prepared, 1 patch", ok, r.Action, r.Outcome, r.Reason, len(f.patches))
+				}
+				return
+			}
+			if !ok || r.Action != ActionSkip || r.Severity != SeverityWarning || !strings.Contains(r.Reason, "guard "+GuardServiceAccounts) ||
+				!strings.Contains(r.Reason, tc.refusal) || !strings.Contains(r.Reason, "notice not sent") {
+				t.Errorf("record %v %s %q (severity %q); want a WARNING skip naming the guard and %q", ok, r.Action, r.Reason, r.Severity, tc.refusal)
+			}
+			if len(f.patches) != 0 {
+				t.Errorf("%d patches, want none", len(f.patches))
+			}
+			if r, ok := observe(t, m, f); ok || len(f.patches) != 0 {
+				t.Errorf("next look: recorded %v (%s), %d patches; want nothing (once per notice)", ok, r.Reason, len(f.patches))
+			}
+		})
+	}
+	t.Run("the guard could not answer", func(t *testing.T) {
+		now := maintNow
+		node := maintNode("PENDING", "SCHEDULED", true, "", 1)
+		node.ServiceAccount = &tpu.ServiceAccount{Email: sa}
+		f := &fakeMaintTPU{node: node}
+		m := newMaintainer(f, MaintenancePrepare, &now)
+		actAs := &actAsAnswers{can: map[string]bool{sa: true}, err: errors.New("iam: 503")}
+		m.Accounts = &AccountGuard{Allowed: []string{sa}, ActAs: actAs}
+		n, _ := f.GetNode(context.Background(), f.node.Name)
+		_, _, err := m.Observe(context.Background(), events.Event{}, n, "")
+		var ae *ActError
+		if !errors.As(err, &ae) || !ae.Transient || len(f.patches) != 0 {
+			t.Fatalf("got %v, %d patches; want a transient error and no patch", err, len(f.patches))
+		}
+		actAs.err = nil
+		if r, ok := observe(t, m, f); !ok || r.Outcome != OutcomePrepared || len(f.patches) != 1 {
+			t.Errorf("next look: %v %s (%s), %d patches; want prepared, 1 patch", ok, r.Outcome, r.Reason, len(f.patches))
+		}
+	})
+}
+
+// New gives the Maintainer the engine's service-account guard.
+func TestNewGuardsTheNoticePatch(t *testing.T) {
+	g := &AccountGuard{Allowed: []string{"trainer@p.iam.gserviceaccount.com"}}
+	h, err := New(Deps{TPU: struct{ TPU }{}, Store: struct{ Store }{}, Recorder: discardRecords{},
+		Maintenance: &fakeMaintTPU{}, Notices: memNotices{}, Accounts: g}, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Maintenance == nil || h.Maintenance.Accounts != g {
+		t.Errorf("Maintainer's Accounts = %+v, want the engine's guard %p", h.Maintenance, g)
+	}
+}
+
+type discardRecords struct{}
+
+func (discardRecords) Record(context.Context, Record) error { return nil }

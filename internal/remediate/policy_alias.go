@@ -6,7 +6,6 @@
 package remediate
 
 import (
-	"errors"
 	"time"
 
 	tpu "google.golang.org/api/tpu/v2"
@@ -202,6 +201,11 @@ func NodeProjectZone(node string) (project, zone string) { return policy.NodePro
 // RecoveryAge is policy.RecoveryAge.
 func RecoveryAge(rec Recovery, now time.Time) time.Duration { return policy.RecoveryAge(rec, now) }
 
+// ClearedPauseTime is policy.ClearedPauseTime.
+func ClearedPauseTime(p Pause, standing []Pause, rec Recovery, now time.Time) time.Duration {
+	return policy.ClearedPauseTime(p, standing, rec, now)
+}
+
 // PausedTime is policy.PausedTime.
 func PausedTime(p Pause, rec Recovery, now time.Time) time.Duration {
 	return policy.PausedTime(p, rec, now)
@@ -210,23 +214,11 @@ func PausedTime(p Pause, rec Recovery, now time.Time) time.Duration {
 // DeletedWhilePaused is policy.DeletedWhilePaused.
 func DeletedWhilePaused(rec *Recovery) bool { return policy.DeletedWhilePaused(rec) }
 
-// Advance is policy.Advance over res with its error classified: the policy
-// reads only the kind an *Error carries, so an error no adapter wrapped (a
-// fake's bare error, a broken connection) is wrapped here as KindOf reads
-// it (transient). The wrapper's text and chain are the error's own.
+// Advance is policy.Advance. An error no adapter classified (a fake's bare
+// error, a broken connection) needs no wrapping first: policy reads it as
+// transient (KindOf; TestAdvanceReadsAnUnclassifiedErrorAsTransient).
 func Advance(rec Recovery, obs Observation, res StepResult, now time.Time, cfg Config) (Recovery, Effect) {
-	res.Err = classified(res.Err)
 	return policy.Advance(rec, obs, res, now, cfg)
-}
-
-// classified is err as an *Error of the kind KindOf gives it (err itself
-// when it carries one already, nil for nil).
-func classified(err error) error {
-	var e *Error
-	if err == nil || errors.As(err, &e) {
-		return err
-	}
-	return &Error{Kind: KindOf(err), Err: err}
 }
 
 // CleanSpec is policy.CleanSpec.

@@ -162,6 +162,12 @@ const GuardServiceAccounts = "node service account"
 // Check returns why the node may not be recreated for its service account
 // ("" = it may), or an error when the check could not be made.
 func (g *AccountGuard) Check(ctx context.Context, n *tpu.Node) (string, error) {
+	return g.check(ctx, n, "not recreated")
+}
+
+// check is Check for a call that runs as the node's service account
+// (a create, a metadata patch); refused says what is then not done.
+func (g *AccountGuard) check(ctx context.Context, n *tpu.Node, refused string) (string, error) {
 	if g == nil || n == nil {
 		return "", nil
 	}
@@ -170,10 +176,10 @@ func (g *AccountGuard) Check(ctx context.Context, n *tpu.Node) (string, error) {
 		email = strings.TrimSpace(n.ServiceAccount.Email)
 	}
 	if email == "" {
-		return fmt.Sprintf("guard %s: the node names no service account (it runs as the project's default compute account), which is not in AUTOHEAL_NODE_SERVICE_ACCOUNTS: not recreated", GuardServiceAccounts), nil
+		return fmt.Sprintf("guard %s: the node names no service account (it runs as the project's default compute account), which is not in AUTOHEAL_NODE_SERVICE_ACCOUNTS: %s", GuardServiceAccounts, refused), nil
 	}
 	if !slices.ContainsFunc(g.Allowed, func(a string) bool { return strings.EqualFold(a, email) }) {
-		return fmt.Sprintf("guard %s: %s is not in AUTOHEAL_NODE_SERVICE_ACCOUNTS (terraform tpu_service_accounts): not recreated", GuardServiceAccounts, email), nil
+		return fmt.Sprintf("guard %s: %s is not in AUTOHEAL_NODE_SERVICE_ACCOUNTS (terraform tpu_service_accounts): %s", GuardServiceAccounts, email, refused), nil
 	}
 	if g.ActAs == nil {
 		return "", nil
@@ -183,7 +189,7 @@ func (g *AccountGuard) Check(ctx context.Context, n *tpu.Node) (string, error) {
 		return "", fmt.Errorf("test iam.serviceAccounts.actAs on %s: %w", email, err)
 	}
 	if !ok {
-		return fmt.Sprintf("guard %s: the function cannot act as %s (iam.serviceAccounts.actAs missing; terraform tpu_service_accounts grants it): not recreated", GuardServiceAccounts, email), nil
+		return fmt.Sprintf("guard %s: the function cannot act as %s (iam.serviceAccounts.actAs missing; terraform tpu_service_accounts grants it): %s", GuardServiceAccounts, email, refused), nil
 	}
 	return "", nil
 }

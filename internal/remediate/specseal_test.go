@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	kms "cloud.google.com/go/kms/apiv1"
 	tpu "google.golang.org/api/tpu/v2"
@@ -257,3 +258,66 @@ func TestNodeServiceAccountGuard(t *testing.T) {
 type actAsMap map[string]bool
 
 func (m actAsMap) CanActAs(_ context.Context, email string) (bool, error) { return m[email], nil }
+
+// A node the service-account guard refuses is recorded once, as a WARNING,
+// not once a sweep: a sweep every minute would add a skip record (and a
+// skip to the metric alerted on) every minute for as long as the node stays
+// down. A new reason, node state or node id is a new refusal, recorded
+// again; an event's delivery is recorded.
+func TestServiceAccountRefusalIsRecordedOncePerState(t *testing.T) {
+	ctx := context.Background()
+	sweep := remediate.SweepOptions{Projects: []string{project}, Zones: []string{zone}}
+	e := newEnv(t, tpufake.Fleet{Nodes: []*tpu.Node{fullNode("TERMINATED")}})
+	e.h.Accounts = &remediate.AccountGuard{Allowed: []string{"other@acme-ml.iam.gserviceaccount.com"}}
+	skips := func(want int, when string) {
+		t.Helper()
+		var got []remediate.Record
+		var reasons []string
+		for _, r := range e.records.list() {
+			if r.Action == remediate.ActionSkip && strings.Contains(r.Reason, "guard "+remediate.GuardServiceAccounts) {
+				got, reasons = append(got, r), append(reasons, r.Reason)
+			}
+		}
+		if len(got) != want {
+			t.Fatalf("%s: %d skip records naming the guard, want %d:\n%s", when, len(got), want, strings.Join(reasons, "\n"))
+		}
+		for _, r := range got {
+			if !strings.Contains(r.Reason, "refused so before") && r.Severity != remediate.SeverityWarning {
+				t.Errorf("%s: a first refusal's severity %q, want %q", when, r.Severity, remediate.SeverityWarning)
+			}
+		}
+	}
+	sweepN := func(n int) {
+		t.Helper()
+		for range n {
+			e.clock.Advance(time.Minute)
+			if _, err := e.h.Sweep(ctx, sweep); err != nil {
+				t.Fatalf("Sweep: %v", err)
+			}
+		}
+	}
+	sweepN(5)
+	skips(1, "5 sweeps of a TERMINATED node")
+
+	// A new reason: the account is listed now, but actAs is missing.
+	e.h.Accounts = &remediate.AccountGuard{Allowed: []string{"trainer@acme-ml.iam.gserviceaccount.com"}, ActAs: actAsMap{}}
+	sweepN(3)
+	skips(2, "3 sweeps after the reason changed")
+
+	// A new state: PREEMPTED instead of TERMINATED.
+	n := nodeOf(t, e.fake, nodeName)
+	n.State = "PREEMPTED"
+	e.fake.SetNode(n)
+	sweepN(3)
+	skips(3, "3 sweeps after the state changed")
+
+	// An event's delivery is recorded, saying it was refused so before.
+	if _, err := e.h.Handle(ctx, terminate("e-after")); err != nil {
+		t.Fatal(err)
+	}
+	skips(4, "an event's delivery")
+	if last := e.records.list()[len(e.records.list())-1]; !strings.Contains(last.Reason, "refused so before") {
+		t.Errorf("event record %q: want it to say it was refused so before", last.Reason)
+	}
+	wantCounts(t, e.fake, map[string]int{"nodes.delete": 0, "nodes.create": 0})
+}

@@ -2,6 +2,7 @@ package remediate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -413,7 +414,11 @@ func (h *Handler) sweepNode(ctx context.Context, name string, listed *tpu.Node, 
 			}
 		}
 	}
-	rec, _ := h.process(ctx, ev, obs, r, o)
+	o.sweep = true
+	rec, err := h.process(ctx, ev, obs, r, o)
+	if errors.Is(err, errRefusedBefore) {
+		return rec, false
+	}
 	recorded := !(quiet && rec.Action == ActionRecord && rec.Err == "" && o.markID == "")
 	return rec, recorded
 }

@@ -88,6 +88,9 @@ type Instance struct {
 	Maintenance string
 	Notified    string
 	NoPrepare   bool
+	// NoticeSent is when the notice its metadata holds was written (the
+	// notice's sentAt): the checkpoint timeout runs from it.
+	NoticeSent time.Time
 	// Early: its maintenance mode is early. CanReschedule is the PENDING
 	// notice's canReschedule; Checkpoint the notice (window start) its
 	// guest's autoheal/checkpoint reports, "" for none read; Maintained
@@ -156,7 +159,16 @@ type Config struct {
 	// FaultyHosts reports a reservation-bound VM's host faulty after this
 	// many host errors in a window (zero Count: never).
 	FaultyHosts FaultyHosts
+	// CheckpointTimeout is AUTOHEAL_CHECKPOINT_TIMEOUT: in mode early, how
+	// long after the notice was sent every guest may take to report its
+	// checkpoint; then the maintenance is left to Compute Engine (zero:
+	// DefaultCheckpointTimeout).
+	CheckpointTimeout time.Duration
 }
+
+// DefaultCheckpointTimeout is AUTOHEAL_CHECKPOINT_TIMEOUT's default, as
+// for nodes.
+const DefaultCheckpointTimeout = 30 * time.Minute
 
 // FaultyHosts is AUTOHEAL_REPORT_FAULTY_HOSTS: Count host errors within
 // Window.
@@ -203,7 +215,7 @@ func ParseFaultyHosts(s string) (FaultyHosts, error) {
 // the documented automatic restart take about a minute), the node stuck
 // grace of 30 minutes, and a 2-minute event slack.
 func DefaultConfig() Config {
-	return Config{RestartGrace: 5 * time.Minute, StuckGrace: 30 * time.Minute, EventSlack: 2 * time.Minute}
+	return Config{RestartGrace: 5 * time.Minute, StuckGrace: 30 * time.Minute, EventSlack: 2 * time.Minute, CheckpointTimeout: DefaultCheckpointTimeout}
 }
 
 // Input is everything Decide reads.
@@ -214,7 +226,11 @@ type Input struct {
 	// Since is when the slice was first seen not RUNNING by this project
 	// (a deferral's start), zero when unknown.
 	Since time.Time
-	Now   time.Time
+	// CheckpointLate is the notice (window start) whose checkpoint was
+	// concluded not reported in time in this slice (a Decision's
+	// CheckpointLate, kept), "" for none: it is never started early.
+	CheckpointLate string
+	Now            time.Time
 }
 
 // Decision is Decide's answer.
@@ -223,6 +239,11 @@ type Decision struct {
 	Reason  string
 	Targets []string  // the instances the action is about (mutations only)
 	Due     time.Time // for defer: when to look again
+	// CheckpointLate is set, to the notice, by the look that concludes
+	// its checkpoint was not reported within CheckpointTimeout: the caller
+	// keeps it (Input.CheckpointLate) so that no later look starts that
+	// maintenance early, whatever the guests report after.
+	CheckpointLate string
 }
 
 // Decide applies the instance decision table to a slice. Rows, in order:
@@ -231,7 +252,9 @@ type Decision struct {
 //   - reported faulty and not started since → held;
 //   - every instance RUNNING → record, or, with FaultyHosts, reportHostAsFaulty
 //     of a reservation-bound instance with Count host errors in Window since
-//     its last report, or prepare for a maintenance notice;
+//     its last report, or prepare for a maintenance notice (delivered to
+//     every instance, in mode early: maintain once every guest reported its
+//     checkpoint, record once one is CheckpointTimeout late);
 //   - a person's stop/suspend/delete of an instance newer than the last
 //     system event about it or than its last start (vanished: than when
 //     it was last seen running), or SUSPENDED → held;
@@ -273,7 +296,7 @@ func Decide(in Input, cfg Config) Decision {
 		if d, ok := reportFaulty(in, cfg.FaultyHosts); ok {
 			return d
 		}
-		return prepare(in.Slice)
+		return prepare(in, cfg)
 	}
 	for _, i := range broken {
 		sys, person := latest(in.Evidence, i.Name, EvidenceSystem), latest(in.Evidence, i.Name, EvidencePerson)
@@ -374,7 +397,8 @@ func Decide(in Input, cfg Config) Decision {
 // maintenance notice on any of its instances, deliver the earliest window's
 // notice to every instance of the slice that does not hold it yet (the
 // guests checkpoint: one slice, one notice); else record.
-func prepare(slice []Instance) Decision {
+func prepare(in Input, cfg Config) Decision {
+	slice := in.Slice
 	notice := ""
 	for _, i := range slice {
 		if i.Maintenance != "" && (notice == "" || i.Maintenance < notice) {
@@ -396,7 +420,7 @@ func prepare(slice []Instance) Decision {
 		}
 	}
 	if len(targets) == 0 {
-		return early(slice, notice)
+		return early(in, notice, cfg)
 	}
 	return Decision{Action: ActionPrepare, Reason: fmt.Sprintf("maintenance at %s: ask the workload to checkpoint now", notice), Targets: targets}
 }
@@ -413,7 +437,16 @@ func prepare(slice []Instance) Decision {
 // first call may start it for all; a later VM's call is then refused and
 // counted as sent, see computevm.Recovery.maintain). One instance in
 // another mode keeps the whole slice at prepare.
-func early(slice []Instance, notice string) Decision {
+//
+// The checkpoint timeout, as for nodes: when a guest has not reported
+// CheckpointTimeout after the notice was sent (the latest sentAt of the
+// slice's instances, so every guest had the whole timeout), the look says
+// so and sets CheckpointLate; from then on that notice is never started
+// early (Compute Engine starts it in its window), even when the late
+// guest reports after. A look past the timeout that finds every
+// checkpoint reported, before any look concluded it late, still starts it.
+func early(in Input, notice string, cfg Config) Decision {
+	slice := in.Slice
 	delivered := fmt.Sprintf("maintenance at %s: the notice is delivered to every instance", notice)
 	var targets, missing, fixed []string
 	for _, i := range slice {
@@ -437,7 +470,24 @@ func early(slice []Instance, notice string) Decision {
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s: started early on every instance", notice)}
 	case len(fixed) > 0:
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s; cannot be started early (canReschedule false): %s", delivered, strings.Join(fixed, ", "))}
+	case sameTime(in.CheckpointLate, notice):
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s; the checkpoint was not reported in time: not started early, Compute Engine starts it in its window", delivered)}
 	case len(missing) > 0:
+		timeout := cfg.CheckpointTimeout
+		if timeout <= 0 {
+			timeout = DefaultCheckpointTimeout
+		}
+		var sent time.Time
+		for _, i := range slice {
+			if i.NoticeSent.After(sent) {
+				sent = i.NoticeSent
+			}
+		}
+		if !sent.IsZero() && !in.Now.Before(sent.Add(timeout)) {
+			return Decision{Action: ActionRecord, CheckpointLate: notice,
+				Reason: fmt.Sprintf("%s; checkpoint not reported by %s within %s of the notice (sent %s): not started early, Compute Engine starts it in its window",
+					delivered, strings.Join(missing, ", "), timeout, sent.UTC().Format(time.RFC3339))}
+		}
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s; waiting for the checkpoint of %s", delivered, strings.Join(missing, ", "))}
 	}
 	return Decision{Action: ActionMaintain, Reason: fmt.Sprintf("maintenance at %s: every guest reported its checkpoint; start it now", notice), Targets: targets}

@@ -351,6 +351,20 @@ run "stuck_grace" {
   expect_failures = [var.stuck_grace]
 }
 
+run "restart_grace" {
+  command = plan
+
+  module {
+    source = "./tests/variables"
+  }
+
+  variables {
+    restart_grace = "5"
+  }
+
+  expect_failures = [var.restart_grace]
+}
+
 run "cooldown" {
   command = plan
 

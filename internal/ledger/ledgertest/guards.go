@@ -299,6 +299,38 @@ func runGuards(t *testing.T, newStore NewStore, opts Options) {
 		}
 	})
 
+	t.Run("overlapping pauses add each paused moment once, whichever is resumed first", func(t *testing.T) {
+		for _, projectFirst := range []bool{true, false} {
+			s := newStore(t)
+			now := time.Now()
+			mustClaim(t, s, req(nodeA, "h-a", now.Add(-3*time.Hour)))
+			proj := remediate.Pause{Scope: remediate.PauseProject, Project: project, Reason: "INC-7", By: "alice", Since: now.Add(-2 * time.Hour)}
+			node := remediate.Pause{Scope: remediate.PauseNode, Node: nodeA, Reason: "INC-8", By: "bob", Since: now.Add(-1 * time.Hour)}
+			order := []remediate.Pause{proj, node}
+			if !projectFirst {
+				order = []remediate.Pause{node, proj}
+			}
+			for _, p := range order {
+				if err := s.SetPause(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, p := range order {
+				if existed, err := s.ClearPause(ctx, p); err != nil || !existed {
+					t.Fatalf("ClearPause(%s) = %v, %v; want true, nil", p.What(), existed, err)
+				}
+			}
+			// Paused from now-2h (the project pause) to the resumes: 2h, not 2h + 1h.
+			h := historyOf(t, s, nodeA, time.Now())
+			if h.Recovery == nil {
+				t.Fatal("no recovery after the resumes")
+			}
+			if d := h.Recovery.Paused; d < 2*time.Hour || d > 2*time.Hour+time.Minute {
+				t.Errorf("project resumed first %v: Paused = %v, want 2h", projectFirst, d)
+			}
+		}
+	})
+
 	t.Run("history returns the narrowest pause and status lists them all", func(t *testing.T) {
 		s := newStore(t)
 		a := s

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,6 +100,14 @@ func Spec(name string) *tpu.Node {
 			"unicode":        "äöü ✓ \t\x00end",
 		},
 	}
+}
+
+// OversizeSpec is Spec(name) with a metadata value that makes its encoding
+// longer than Firestore keeps in one field (1,048,487 bytes).
+func OversizeSpec(name string) *tpu.Node {
+	n := Spec(name)
+	n.Metadata["blob"] = strings.Repeat("x", 1<<20)
+	return n
 }
 
 // Run runs the whole contract against stores made by newStore.
@@ -483,6 +492,26 @@ func Run(t *testing.T, newStore NewStore, opts Options) {
 		if diff := cmp.Diff(Spec(nodeA), un[0].Spec); diff != "" {
 			t.Errorf("spec after mutating a returned copy (-want +got):\n%s", diff)
 		}
+	})
+
+	t.Run("a spec over the ledger's limit for one value is refused for good and nothing is saved", func(t *testing.T) {
+		s := newStore(t)
+		r := mustClaim(t, s, req(nodeA, "h1", t0))
+		r.Phase, r.Spec = remediate.PhaseSaved, OversizeSpec(nodeA)
+		err := s.Update(ctx, r)
+		if err == nil {
+			t.Fatal("Update of an oversize spec succeeded, want it refused")
+		}
+		if k := remediate.KindOf(err); k != remediate.KindPermanent {
+			t.Errorf("Update of an oversize spec: %v, kind %s; want kind permanent (no retry mends it)", err, k)
+		}
+		if h := mustHistory(t, s, nodeA, "", t0); h.Recovery == nil || h.Recovery.Phase != remediate.PhaseClaimed || h.Recovery.Spec != nil {
+			t.Errorf("after the refusal: %+v, want the claimed recovery as it was, no spec", h.Recovery)
+		}
+		// A spec the ledger can hold is saved after it: the refusal
+		// was of that write, not of the recovery.
+		r.Spec = Spec(nodeA)
+		mustUpdate(t, s, r)
 	})
 
 	t.Run("abandoned recovery is terminal: not unfinished, not in flight, spec kept", func(t *testing.T) {
