@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tpu-autoheal/autoheal/internal/computefake"
+	"github.com/tpu-autoheal/autoheal/internal/computevm"
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 )
 
@@ -137,5 +138,39 @@ func TestAMIGListingShortOfItsTargetSizeDecidesNothing(t *testing.T) {
 		if !strings.Contains(body, "slice-mig-"+w+`"`) {
 			t.Errorf("recreateInstances body %s lacks slice-mig-%s", body, w)
 		}
+	}
+}
+
+// abandoning is Compute Engine with the MIG saying one member is being
+// abandoned (instanceGroupManagers.abandonInstances, which the fake does
+// not serve).
+type abandoning struct {
+	computevm.Instances
+	member string
+}
+
+func (a abandoning) ManagedInstances(ctx context.Context, mig string) ([]computevm.ManagedInstance, error) {
+	ms, err := a.Instances.ManagedInstances(ctx, mig)
+	for i := range ms {
+		if ms[i].Instance == a.member {
+			ms[i].CurrentAction = "ABANDONING"
+		}
+	}
+	return ms, err
+}
+
+// A member the MIG is abandoning (or deleting) is a person's act on the
+// slice: past the stuck grace, the slice is held, never recreated.
+func TestAMemberTheMIGIsAbandoningHoldsTheSlice(t *testing.T) {
+	e := newEnv(t)
+	mig := stuckSlice(t, e)
+	e.rec.Compute = abandoning{Instances: e.rec.Compute, member: name("slice-mig-w2")}
+	e.clock.add(31 * time.Minute)
+	rec, errs, ok := sweepFor(t, e, mig)
+	if len(errs) > 0 || !ok || rec.Action != "held" || !strings.Contains(rec.Reason, "ABANDONING") {
+		t.Fatalf("slice with a member being abandoned: %s (%q), errors %v; want held, naming ABANDONING", rec.Action, rec.Reason, errs)
+	}
+	if got := mutations(e); got != 0 {
+		t.Errorf("%d mutations, want none", got)
 	}
 }
