@@ -159,7 +159,7 @@ var AllKinds = []Kind{CrashAfter, PageSkip, SliceDelete, Unaudited}
 // on the whole slice, undoing the person's stop or delete), and since an
 // entry's evidence is kept when its read fails transiently (seed 315 of
 // the three: every delivery of a preemption failed to read the VM). Off:
-//   - Unaudited (seeds 12, 68, 528 of -kinds all): a person stops a VM of a
+//   - Unaudited (seeds 12, 68, 181, 297, 479, 528 of -kinds all): a person stops or deletes a VM of a
 //     MIG whose MIG is stuck and the stop's entry never comes; past the
 //     stuck grace the engine sends recreateInstances, undoing the stop —
 //     vmpolicy's MIG row does not ask for a system event as the
