@@ -201,6 +201,23 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	}
 	saved := specs[ref.String()]
 	spec := saved.Spec
+	if e, ok := evidenceOf(ev); ok && in == nil && spec == nil && e.Kind == vmpolicy.EvidenceSystem {
+		// NOT FOUND and no spec saved: a VM that is none of ours and is
+		// gone, or one of ours the answer lied about (a MIG's VM has no
+		// saved spec, and reads NOT FOUND while its MIG makes it again
+		// under the name, or on a lagging or faulty read). A system event
+		// is what the MIG row needs to act on, so it is kept, not dropped
+		// as "not ours", and the name is not cached as such: the sweep,
+		// which lists the opted-in instances, decides with it. Only
+		// system events are kept (a few a day per 1,000 VMs); a person's
+		// delete of any VM of the project reads NOT FOUND too and is
+		// dropped below (a stop the MIG row did not see is held by its
+		// lastStopTimestamp anyway).
+		if err := r.Store.AddEvidence(ctx, e); err != nil {
+			return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
+		}
+		return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "NOT FOUND with no saved spec: its system event is kept for the sweep (a MIG's VM may be made again under the name)", nil)}, nil
+	}
 	if in == nil && spec == nil || in != nil && (!IsTPU(in) || !OptedIn(in)) {
 		// Most instance entries are about VMs that are not TPU VMs, or not
 		// opted in: recorded and dropped, the next ones of the hour

@@ -262,7 +262,11 @@ type Decision struct {
 //     until the stuck grace (then record: nothing of ours to do);
 //   - MIG-owned: record while the MIG repairs (within the stuck grace of
 //     the incident), then recreateInstances of the slice's broken
-//     instances (all of a multi-host slice), once per incident;
+//     instances (all of a multi-host slice), once per incident, only when
+//     every broken instance has a system event dated at or after its
+//     lastStopTimestamp (vanished: when it was last seen running), less
+//     EventSlack (in a multi-host slice, one about another of its
+//     instances within EventSlack of its stop counts); else record;
 //   - TERMINATED with a system event dated at or after its lastStopTimestamp
 //     (less EventSlack): defer within RestartGrace when automaticRestart is
 //     on, then start once per incident; TERMINATED otherwise (guest
@@ -343,6 +347,11 @@ func Decide(in Input, cfg Config) Decision {
 		}
 		if in.Incident.Action == ActionRecreateInstances && !in.Incident.At.Before(since) {
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("recreateInstances already sent to %s for this incident at %s", mig, in.Incident.At.Format(time.RFC3339))}
+		}
+		for _, i := range broken {
+			if why := unexplained(i, in.Evidence, len(in.Slice) > 1, cfg.EventSlack); why != "" {
+				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("not RUNNING %v after the stuck grace, but %s: not recreated (a stop we have no entry of is never undone)", in.Now.Sub(since), why)}
+			}
 		}
 		targets := names(broken)
 		if len(in.Slice) > 1 {
@@ -542,6 +551,40 @@ func reportFaulty(in Input, fh FaultyHosts) (Decision, bool) {
 		return Decision{}, false
 	}
 	return Decision{Action: ActionReportFaulty, Reason: fmt.Sprintf("%d host errors within %s (AUTOHEAL_REPORT_FAULTY_HOSTS %d/%s): the host is reported faulty", n, fh.Window, fh.Count, fh.Window), Targets: targets}, true
+}
+
+// unexplained says why no system event explains that the MIG-owned
+// instance i is broken, "" when one does. A system event explains it when
+// it is about i and dated at or after its lastStopTimestamp (vanished: when
+// it was last seen running, else its last start), less slack: a stop after
+// the last system event is a stop we have no entry of (a person's whose
+// audit entry never came, a guest shutdown), and recreating the instance
+// would undo it. In a multi-host slice (inSlice), Compute Engine stops
+// every instance of the slice with one instance's failure and writes the
+// system event about that one only, so an event about another instance
+// dated within slack of i's stop explains i too.
+func unexplained(i Instance, ev []Evidence, inSlice bool, slack time.Duration) string {
+	from, what := i.LastStop, "its last stop"
+	if !i.Found {
+		from, what = i.Seen, "when it was last seen running"
+		if from.IsZero() {
+			from, what = i.LastStart, "its last start"
+		}
+	}
+	if sys := latest(ev, i.Name, EvidenceSystem); !sys.IsZero() && !sys.Before(from.Add(-slack)) {
+		return ""
+	}
+	if inSlice && i.Found && !i.LastStop.IsZero() {
+		for _, e := range ev {
+			if e.Kind == EvidenceSystem && e.Instance != i.Name && !e.Time.Before(i.LastStop.Add(-slack)) && !e.Time.After(i.LastStop.Add(slack)) {
+				return ""
+			}
+		}
+	}
+	if from.IsZero() {
+		return fmt.Sprintf("no system event (host error, preemption, terminate on host maintenance) about %s", i.Name)
+	}
+	return fmt.Sprintf("no system event (host error, preemption, terminate on host maintenance) about %s since %s (%s)", i.Name, what, from.Format(time.RFC3339))
 }
 
 // latest is the time of the newest evidence of kind about instance.
