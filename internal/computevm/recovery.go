@@ -410,6 +410,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		mode := r.maintenanceMode(m.in)
 		o.NoPrepare, o.Early = mode == remediate.MaintenanceOff, mode == remediate.MaintenanceEarly
 		o.Maintained = state.maintained(m.ref.String(), o.ID)
+		o.MaintainedUntil = state.maintainedUntil(m.ref.String(), o.ID)
 		o.FaultyReported = state.faultyReported(m.ref.String())
 		if m.in == nil {
 			o.Seen = m.saved.Seen
@@ -432,7 +433,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	if err != nil {
 		return remediate.Record{}, err
 	}
-	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, CheckpointLate: state.CheckpointLate, Now: now}, r.Policy)
+	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, CheckpointLate: state.CheckpointLate, MaintenanceUntil: state.MaintenanceUntil, Now: now}, r.Policy)
 	if err := r.keepLate(ctx, key, &state, dec); err != nil {
 		return remediate.Record{}, err
 	}
@@ -444,13 +445,18 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		healthy = healthy && o.Found && o.Status == vmpolicy.StatusRunning
 	}
 	switch {
-	case healthy && !state.Since.IsZero():
-		state.Since = time.Time{}
+	case healthy && (!state.Since.IsZero() || !state.MaintenanceUntil.IsZero()):
+		state.Since, state.MaintenanceUntil = time.Time{}, time.Time{}
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
 			return remediate.Record{}, err
 		}
-	case !healthy && state.Since.IsZero():
-		state.Since = now
+	case !healthy && (state.Since.IsZero() || dec.MaintenanceUntil.After(state.MaintenanceUntil)):
+		if state.Since.IsZero() {
+			state.Since = now
+		}
+		if dec.MaintenanceUntil.After(state.MaintenanceUntil) {
+			state.MaintenanceUntil = dec.MaintenanceUntil // kept while the slice is broken (vmpolicy)
+		}
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
 			return remediate.Record{}, err
 		}

@@ -191,6 +191,63 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestAMaintenanceIsNotStuckBeforeItsWindowEnds: a slice held down by a
+// maintenance (one this project started, or a terminateOnHostMaintenance
+// inside its notice's window) counts as stuck only after the window's end
+// plus the stuck grace; the window found is handed back to be kept.
+func TestAMaintenanceIsNotStuckBeforeItsWindowEnds(t *testing.T) {
+	cfg := vmpolicy.DefaultConfig() // stuck grace 30m, slack 2m
+	window := func(i *vmpolicy.Instance) { i.WindowStart, i.WindowEnd = t0, at(4*time.Hour) }
+	maintained := func(i *vmpolicy.Instance) { i.MaintainedUntil = at(3 * time.Hour) }
+	terminate := func(d time.Duration) vmpolicy.Evidence {
+		e := sys(vmA, d)
+		e.Method = vmpolicy.MethodTerminateOnHostMaintenance
+		return e
+	}
+	tests := []struct {
+		name   string
+		in     vmpolicy.Input
+		action vmpolicy.Action
+		until  time.Time
+	}{
+		{"terminated by the maintenance inside its window: watched until the window's end",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, window), vm(vmB, "TERMINATED", inMIG, window)}, Evidence: []vmpolicy.Evidence{terminate(0)}, Now: at(time.Hour)},
+			vmpolicy.ActionRecord, at(4 * time.Hour)},
+		{"terminated by the maintenance: stuck after the window's end plus the stuck grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, window)}, Evidence: []vmpolicy.Evidence{terminate(0)}, Now: at(4*time.Hour + 31*time.Minute)},
+			vmpolicy.ActionRecreateInstances, at(4 * time.Hour)},
+		{"a terminate on host maintenance outside the notice's window is stuck after the grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, window, stoppedAt(-time.Hour))}, Evidence: []vmpolicy.Evidence{terminate(-time.Hour)}, Now: at(-29 * time.Minute)},
+			vmpolicy.ActionRecreateInstances, time.Time{}},
+		{"a host error inside the notice's window is stuck after the grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, window)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(31 * time.Minute)},
+			vmpolicy.ActionRecreateInstances, time.Time{}},
+		{"the maintenance we started holds the slice until its window's end",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, maintained)}, Evidence: []vmpolicy.Evidence{terminate(0)}, Now: at(time.Hour)},
+			vmpolicy.ActionRecord, at(3 * time.Hour)},
+		{"the maintenance we started: in progress is deferred until its window's end plus the grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING", inMIG, maintained)}, Evidence: []vmpolicy.Evidence{terminate(0)}, Now: at(3*time.Hour + 29*time.Minute)},
+			vmpolicy.ActionDefer, at(3 * time.Hour)},
+		{"a window kept from an earlier look holds a VM the MIG made again (no notice on it)",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{terminate(0)}, MaintenanceUntil: at(4 * time.Hour), Now: at(2 * time.Hour)},
+			vmpolicy.ActionRecord, time.Time{}},
+		{"a window kept from an earlier look: stuck after it plus the grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{terminate(0)}, MaintenanceUntil: at(4 * time.Hour), Now: at(4*time.Hour + 31*time.Minute)},
+			vmpolicy.ActionRecreateInstances, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := vmpolicy.Decide(tt.in, cfg)
+			if got.Action != tt.action {
+				t.Errorf("action = %s (%s), want %s", got.Action, got.Reason, tt.action)
+			}
+			if !got.MaintenanceUntil.Equal(tt.until) {
+				t.Errorf("MaintenanceUntil = %v, want %v", got.MaintenanceUntil, tt.until)
+			}
+		})
+	}
+}
+
 func TestDecidePrepare(t *testing.T) {
 	const w = "2026-11-27T04:00:00Z"
 	pending := func(i *vmpolicy.Instance) { i.Maintenance = w }
