@@ -288,8 +288,8 @@ type Decision struct {
 //     instances (all of a multi-host slice), once per incident, only when
 //     every broken instance has a system event dated at or after its
 //     lastStopTimestamp (vanished: when it was last seen running), less
-//     EventSlack (in a multi-host slice, one about another of its
-//     instances within EventSlack of its stop counts); else record;
+//     EventSlack (its own: in a multi-host slice, an event about another
+//     instance explains nothing about this one); else record;
 //   - TERMINATED with a system event dated at or after its lastStopTimestamp
 //     (less EventSlack): defer within RestartGrace when automaticRestart is
 //     on, then start once per incident; TERMINATED otherwise (guest
@@ -398,7 +398,7 @@ func decideBroken(in Input, cfg Config, broken []Instance, since, stuck time.Tim
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("recreateInstances already sent to %s for this incident at %s", mig, in.Incident.At.Format(time.RFC3339))}
 		}
 		for _, i := range broken {
-			if why := unexplained(i, in.Evidence, len(in.Slice) > 1, cfg.EventSlack); why != "" {
+			if why := unexplained(i, in.Evidence, cfg.EventSlack); why != "" {
 				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("not RUNNING %v after the stuck grace, but %s: not recreated (a stop we have no entry of is never undone)", in.Now.Sub(since), why)}
 			}
 		}
@@ -608,11 +608,11 @@ func reportFaulty(in Input, fh FaultyHosts) (Decision, bool) {
 // it was last seen running, else its last start), less slack: a stop after
 // the last system event is a stop we have no entry of (a person's whose
 // audit entry never came, a guest shutdown), and recreating the instance
-// would undo it. In a multi-host slice (inSlice), Compute Engine stops
-// every instance of the slice with one instance's failure and writes the
-// system event about that one only, so an event about another instance
-// dated within slack of i's stop explains i too.
-func unexplained(i Instance, ev []Evidence, inSlice bool, slack time.Duration) string {
+// would undo it. Every broken instance of a multi-host slice needs its
+// own: an event about another instance explains nothing about this one
+// (vmswarm seed 181: a person's stop with no entry ended in the same
+// second as another VM's host error; no timestamp tells them apart).
+func unexplained(i Instance, ev []Evidence, slack time.Duration) string {
 	from, what := i.LastStop, "its last stop"
 	if !i.Found {
 		from, what = i.Seen, "when it was last seen running"
@@ -622,13 +622,6 @@ func unexplained(i Instance, ev []Evidence, inSlice bool, slack time.Duration) s
 	}
 	if sys := latest(ev, i.Name, EvidenceSystem); !sys.IsZero() && !sys.Before(from.Add(-slack)) {
 		return ""
-	}
-	if inSlice && i.Found && !i.LastStop.IsZero() {
-		for _, e := range ev {
-			if e.Kind == EvidenceSystem && e.Instance != i.Name && !e.Time.Before(i.LastStop.Add(-slack)) && !e.Time.After(i.LastStop.Add(slack)) {
-				return ""
-			}
-		}
 	}
 	if from.IsZero() {
 		return fmt.Sprintf("no system event (host error, preemption, terminate on host maintenance) about %s", i.Name)
