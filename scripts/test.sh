@@ -131,7 +131,7 @@ go test -count=1 ./...
 
 # The unit tests ran seeds 1-1000 of the randomized simulation; 2000 more.
 log "randomized simulation (internal/swarm): seeds 1001-3000"
-go test -count=1 ./internal/swarm -run 'TestSwarm$' -seeds 2000 -seeds-from 1001
+go test -count=1 -timeout 30m ./internal/swarm -run 'TestSwarm$' -seeds 2000 -seeds-from 1001
 
 log "browser test of the report's HTML page (headless chromium)"
 CI=true go test -count=1 -tags browser ./internal/report/...

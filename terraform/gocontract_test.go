@@ -162,10 +162,9 @@ func configEnv(t *testing.T) map[string]string {
 }
 
 // vmpolicyActions is every constant of type Action that internal/vmpolicy
-// declares, in source order. vmpolicy has no enumerated list (remediate's
-// Actions are the node path's), so its source is read: a new instance
-// action reaches go-contract.json, and the filters that name it, without
-// anyone remembering to list it.
+// declares, in source order. vmpolicy.Actions is a hand-kept list, so the
+// source is read instead: a new instance action reaches go-contract.json,
+// and the filters that name it, even when nobody adds it to that list.
 func vmpolicyActions(t *testing.T) []string {
 	t.Helper()
 	dir := filepath.Join(repoRoot(t), "internal", "vmpolicy")

@@ -48,7 +48,7 @@ func demoTPU7x(ctx context.Context, stdout io.Writer) error {
 	}
 	slice := zone + "/slice-mig"
 	fmt.Fprintf(stdout, "\nTPU7x on Compute Engine: a 4-VM tpu7x-standard-4t multi-host slice in a MIG (%s, a third\nsimulated fleet); one VM (slice-mig-w1) has a host error and the MIG does not repair it.\n", slice)
-	out := newPrinter("text", stdout, "")
+	out := newPrinter("text", stdout, "").withActions(instanceActions())
 	show := func(rs []remediate.Record) error {
 		for _, r := range rs {
 			l := lineOf(r, events.Event{Time: r.Time})
@@ -90,4 +90,14 @@ func demoTPU7x(ctx context.Context, stdout io.Writer) error {
 		return fmt.Errorf("demo tpu7x: %d recreateInstances of %s, want 1", n, slice)
 	}
 	return nil
+}
+
+// instanceActions are the action words of the instance backend
+// (internal/vmpolicy), which its table shows.
+func instanceActions() []string {
+	var out []string
+	for _, a := range vmpolicy.Actions {
+		out = append(out, string(a))
+	}
+	return out
 }

@@ -19,7 +19,7 @@ func TestDemoShowsATPU7xSliceHostErrorBecomingOneRecreateOfTheSlice(t *testing.T
 	}
 	for _, re := range []string{
 		`(?m)^2026-11-20T10:00:00Z +us-central1-c/slice-mig +- +hardware +record `,
-		`(?m)^2026-11-20T10:31:00Z +us-central1-c/slice-mig +- +hardware +recreat`,
+		`(?m)^2026-11-20T10:31:00Z +us-central1-c/slice-mig +- +hardware +recreateInstances +not RUNNING`,
 		`(?m)^ +us-central1-c/slice-mig: 1 recreateInstances of all 4 VMs together, 31m0s after the host error$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(r.stdout) {

@@ -305,7 +305,7 @@ func newPrinter(format string, w io.Writer, unit string) *output {
 		enc.SetEscapeHTML(false)
 		return &output{p: &jsonPrinter{enc: enc}, tally: newTally()}
 	}
-	return &output{p: &textPrinter{w: w, unit: unit}, tally: newTally()}
+	return &output{p: &textPrinter{w: w, unit: unit, actWidth: actWidth}, tally: newTally()}
 }
 
 // jsonPrinter prints one JSON object per line (JSON Lines): the decisions,
@@ -327,16 +327,17 @@ func (p *jsonPrinter) finish(s summary) error { return p.enc.Encode(s) }
 // Text layout: fixed columns, so every row is printed as soon as it is
 // decided (no buffering until the end to align, unlike a tabwriter) and fits
 // textWidth columns. Long nodes and reasons are cut at the end; --format
-// json has them whole.
+// json has them whole. An action is never cut: the ACTION column is as wide
+// as the longest action the printer is told of (withActions), and a longer
+// one pushes the rest of its row right.
 const (
 	textWidth  = 120
 	timeWidth  = 20 // 2026-11-20T03:44:36Z
 	nodeWidth  = 28 // zone/name
 	workWidth  = 2
 	causeWidth = 11 // maintenance
-	actWidth   = 8  // recreate
+	actWidth   = 8  // recreate, the longest action of a node (internal/policy)
 	gap        = "  "
-	reasonCol  = timeWidth + nodeWidth + workWidth + causeWidth + actWidth + 5*len(gap)
 
 	outcomeWidth = 10 // unfinished
 )
@@ -356,10 +357,24 @@ read-only run), rejects by reason code, breaker trips.
 // textPrinter prints a table row per line (warnings on the rows below it),
 // then the outcomes, then the summary.
 type textPrinter struct {
-	w      io.Writer
-	unit   string
-	header bool
-	err    error
+	w        io.Writer
+	unit     string
+	actWidth int // the ACTION column's width
+	header   bool
+	err      error
+}
+
+// withActions widens the text ACTION column to the longest of actions (an
+// instance backend's, internal/vmpolicy: recreateInstances,
+// reportHostAsFaulty), so that every row's action shows in full and the
+// columns after it stay aligned. JSON output is unchanged.
+func (o *output) withActions(actions []string) *output {
+	if p, ok := o.p.(*textPrinter); ok {
+		for _, a := range actions {
+			p.actWidth = max(p.actWidth, utf8.RuneCountInString(a))
+		}
+	}
+	return o
 }
 
 func (p *textPrinter) printf(format string, args ...any) {
@@ -369,25 +384,41 @@ func (p *textPrinter) printf(format string, args ...any) {
 }
 
 // row prints cells in columns of the widths, the last cell taking the rest
-// of the line, each cut at its end.
-func (p *textPrinter) row(widths []int, cols ...string) {
+// of the line, each cut at its end, except the cell of column whole (the
+// action), which is shown in full: longer than its column, it pushes the
+// cells after it right, and the last cell is cut shorter so that the line
+// still fits textWidth. It reports whether the last cell was cut.
+func (p *textPrinter) row(widths []int, whole int, cols ...string) (cutLast bool) {
 	var b strings.Builder
 	used := 0
 	for i, w := range widths {
-		b.WriteString(pad(cut(cols[i], w), w))
+		c := cols[i]
+		if i != whole {
+			c = cut(c, w)
+		}
+		c = pad(c, w)
+		b.WriteString(c)
 		b.WriteString(gap)
-		used += w + len(gap)
+		used += utf8.RuneCountInString(c) + len(gap)
 	}
-	b.WriteString(cut(cols[len(widths)], textWidth-used))
+	last, room := cols[len(widths)], max(textWidth-used, 1)
+	b.WriteString(cut(last, room))
 	p.printf("%s\n", strings.TrimRight(b.String(), " "))
+	return utf8.RuneCountInString(last) > room
 }
 
-var decisionWidths = []int{timeWidth, nodeWidth, workWidth, causeWidth, actWidth}
+// decisionWidths are the widths of the decision table's columns before
+// REASON; the action is column decisionAction.
+func (p *textPrinter) decisionWidths() []int {
+	return []int{timeWidth, nodeWidth, workWidth, causeWidth, p.actWidth}
+}
+
+const decisionAction = 4
 
 func (p *textPrinter) print(l line) error {
 	if !p.header {
 		p.header = true
-		p.row(decisionWidths, "TIME", "NODE", "W", "CAUSE", "ACTION", "REASON")
+		p.row(p.decisionWidths(), decisionAction, "TIME", "NODE", "W", "CAUSE", "ACTION", "REASON")
 	}
 	reason := reasonText(l.Reason)
 	if l.Action == string(remediate.ActionReject) {
@@ -400,12 +431,12 @@ func (p *textPrinter) print(l line) error {
 	if tt, err := time.Parse(time.RFC3339Nano, t); err == nil {
 		t = tt.UTC().Format(time.RFC3339)
 	}
-	p.row(decisionWidths, dash(t), dash(shortNode(l.Node)), dash(l.Worker), dash(l.Cause), l.Action, reason)
+	cutReason := p.row(p.decisionWidths(), decisionAction, dash(t), dash(shortNode(l.Node)), dash(l.Worker), dash(l.Cause), l.Action, reason)
 	if l.tripped() {
 		msg := "breaker tripped: an ERROR record pages a person"
 		if l.Error != l.Reason {
 			msg += ": " + l.Error
-		} else if len([]rune(reason)) > textWidth-reasonCol {
+		} else if cutReason {
 			msg += "; " + reason // the whole reason, which the row cut
 		}
 		for _, ln := range wrap(reasonText(msg), textWidth-4) {
@@ -420,20 +451,24 @@ func (p *textPrinter) print(l line) error {
 	return p.err
 }
 
-var outcomeWidths = []int{nodeWidth, actWidth, outcomeWidth, timeWidth}
+// outcomeWidths are the widths of the outcome table's columns before
+// DETAIL; the action is column 1.
+func (p *textPrinter) outcomeWidths() []int {
+	return []int{nodeWidth, p.actWidth, outcomeWidth, timeWidth}
+}
 
 func (p *textPrinter) outcomes(os []outcome) error {
 	if len(os) == 0 {
 		return p.err
 	}
 	p.printf("\nRecoveries this run started, as they ended:\n")
-	p.row(outcomeWidths, "NODE", "ACTION", "OUTCOME", "TIME", "DETAIL")
+	p.row(p.outcomeWidths(), 1, "NODE", "ACTION", "OUTCOME", "TIME", "DETAIL")
 	for _, o := range os {
 		t := o.Time
 		if tt, err := time.Parse(time.RFC3339Nano, t); err == nil {
 			t = tt.UTC().Format(time.RFC3339)
 		}
-		p.row(outcomeWidths, shortNode(o.Node), o.Action, o.Outcome, dash(t), reasonText(o.detail()))
+		p.row(p.outcomeWidths(), 1, shortNode(o.Node), o.Action, o.Outcome, dash(t), reasonText(o.detail()))
 	}
 	return p.err
 }

@@ -207,9 +207,16 @@ func TestBrowserIncidentsTableFitsAt1280And390(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	incs := report.Group(append(recs, extra...))
-	if len(incs) != 7 {
-		t.Fatalf("%d incidents, want night.jsonl's 6 and the long one", len(incs))
+	moved, err := report.ReadAll([]byte(zoneMoved))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Compute Engine instance incidents (their outcomes) and a node a
+	// zones: fallback moved (a note in its outcome cell) must fit too.
+	recs = append(append(append(recs, extra...), readFixture(t, "instances.jsonl")...), moved...)
+	incs := report.Group(recs)
+	if len(incs) != 13 {
+		t.Fatalf("%d incidents, want night.jsonl's 6, the long one, instances.jsonl's 4 and zoneMoved's 2", len(incs))
 	}
 	var b bytes.Buffer
 	if err := report.WriteHTML(&b, incs, report.Summarize(incs), "night of 2026-11-20"); err != nil {

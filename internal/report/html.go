@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -172,11 +173,13 @@ func WriteHTML(w io.Writer, incs []Incident, s Summary, title string) error {
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"short": ShortNode,
-	"dur":   Dur,
-	"at":    func(t time.Time) string { return dash(timeText(t)) },
-	"off":   offset,
-	"ch":    func(in Incident) string { return chipHours(in.ChipHoursLost()) },
-	"chips": chipsText,
+	// zoneOf is the zone of a full node name (…/locations/Z/nodes/N).
+	"zoneOf": zoneOfName,
+	"dur":    Dur,
+	"at":     func(t time.Time) string { return dash(timeText(t)) },
+	"off":    offset,
+	"ch":     func(in Incident) string { return chipHours(in.ChipHoursLost()) },
+	"chips":  chipsText,
 	"lost": func(in Incident) string {
 		if !in.LostProgressKnown {
 			return "-"
@@ -209,6 +212,7 @@ svg text.outcome { fill: #5c6370; font-size: 11px; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { border-bottom: 1px solid #e5e8ee; padding: 4px 10px; text-align: left; vertical-align: top; white-space: nowrap; background: #fff; }
 th { background: #f0f3f8; white-space: normal; vertical-align: bottom; }
+.moved { color: #5c6370; font-size: 12px; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.text { white-space: normal; overflow-wrap: break-word; min-width: 5em; max-width: 24em; }
 th:first-child, td:first-child { position: sticky; left: 0; z-index: 1; }
@@ -248,7 +252,7 @@ th:first-child, td:first-child { position: sticky; left: 0; z-index: 1; }
 <table id="incidents-table">
 <thead><tr><th>node</th><th>TPU</th><th>chips</th><th>cause</th><th>first event (UTC)</th><th>detected</th><th>READY</th><th>resumed</th><th>downtime</th><th>progress lost</th><th>chip-hours</th><th>outcome</th></tr></thead>
 <tbody>
-{{range .Incidents}}<tr class="incident"><td class="text" title="{{.Node}}">{{short .Node}}</td><td class="text">{{.AcceleratorType}}</td><td class="num">{{chips .Chips}}</td><td class="text">{{.Cause}}</td><td>{{at .Start}}</td><td class="num">{{off .Start .Detected}}</td><td class="num">{{off .Start .Recovered}}</td><td class="num">{{off .Start .Resumed}}</td><td class="num">{{dur .Downtime}}</td><td class="num">{{lost .}}</td><td class="num">{{ch .}}</td><td class="text">{{.Outcome}}</td></tr>
+{{range .Incidents}}<tr class="incident"><td class="text" title="{{.Node}}">{{short .Node}}</td><td class="text">{{.AcceleratorType}}</td><td class="num">{{chips .Chips}}</td><td class="text">{{.Cause}}</td><td>{{at .Start}}</td><td class="num">{{off .Start .Detected}}</td><td class="num">{{off .Start .Recovered}}</td><td class="num">{{off .Start .Resumed}}</td><td class="num">{{dur .Downtime}}</td><td class="num">{{lost .}}</td><td class="num">{{ch .}}</td><td class="text">{{.Outcome}}{{with .ZoneMovedTo}}<br><span class="moved" title="{{.}}">created in {{zoneOf .}}</span>{{end}}</td></tr>
 {{end}}</tbody>
 </table>
 </div>
@@ -261,4 +265,17 @@ func timeText(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(textTime)
+}
+
+// zoneOfName is the zone of a full node or instance name
+// (projects/P/locations/Z/nodes/N, projects/P/zones/Z/instances/I); the
+// name itself when it has none.
+func zoneOfName(name string) string {
+	seg := strings.Split(name, "/")
+	for i := 0; i+1 < len(seg); i++ {
+		if seg[i] == "locations" || seg[i] == "zones" {
+			return seg[i+1]
+		}
+	}
+	return name
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tpu-autoheal/autoheal/internal/remediate"
 	"github.com/tpu-autoheal/autoheal/internal/tpumachine"
+	"github.com/tpu-autoheal/autoheal/internal/vmpolicy"
 )
 
 // Outcomes of an incident, as the report words them.
@@ -18,6 +19,15 @@ const (
 	OutcomeMaintained = "maintained early"
 	OutcomeAbandoned  = "abandoned"
 	OutcomeSkipped    = "skipped" // "skipped: <guard>"
+	// Outcomes of a Compute Engine instance incident (a VM, or the VMs of
+	// one slice): instances.start, instanceGroupManagers.recreateInstances,
+	// instances.reportHostAsFaulty; held: a person (or the guest) stopped
+	// it, never touched. An instance recreated from its saved spec
+	// (instances.insert) is "recreated", as a node is.
+	OutcomeStarted        = "started"
+	OutcomeMIGRecreated   = "recreated by its MIG"
+	OutcomeReportedFaulty = "reported faulty"
+	OutcomeHeld           = "held"
 	// OutcomeOpen: the records end before the incident did (still deferred,
 	// or a recovery in flight).
 	OutcomeOpen = "open"
@@ -208,7 +218,21 @@ func opens(r Record) bool {
 	case remediate.ActionRecreate, remediate.ActionReset, remediate.ActionDefer, remediate.ActionPrepare, remediate.ActionMaintain:
 		return true
 	}
+	switch vmpolicy.Action(r.Action) {
+	case vmpolicy.ActionStart, vmpolicy.ActionRecreateInstances, vmpolicy.ActionReportFaulty:
+		return true
+	}
 	return false
+}
+
+// IsInstance reports whether node names a Compute Engine instance
+// incident: projects/P/zones/Z/instances/I (a single-host VM) or
+// projects/P/zones/Z/instanceGroupManagers/M (the VMs of a slice), as the
+// instance path's records name them; a Cloud TPU node is
+// projects/P/locations/Z/nodes/N.
+func IsInstance(node string) bool {
+	seg := strings.Split(node, "/")
+	return len(seg) == 6 && seg[0] == "projects" && seg[2] == "zones" && (seg[4] == "instances" || seg[4] == "instanceGroupManagers")
 }
 
 // builder accumulates one incident.
@@ -217,12 +241,15 @@ type builder struct {
 
 	gen                                int
 	recreate, reset, prepare, maintain bool
-	abandoned, self, dry               bool
-	skipReason                         string
-	decisiveReason, abandonReason      string
-	resetDone                          time.Time
-	closedAt                           time.Time
-	recoveredByOutcome                 bool
+	// instance: a Compute Engine instance incident (IsInstance); started,
+	// migRecreate, faulty: its instance calls; held: a held decision.
+	instance, started, migRecreate, faulty, held bool
+	abandoned, self, dry                         bool
+	skipReason                                   string
+	decisiveReason, abandonReason                string
+	resetDone                                    time.Time
+	closedAt                                     time.Time
+	recoveredByOutcome                           bool
 	// outage is the earliest event of the incident that is not a
 	// maintenance notice: downtime starts there (a notice's checkpoint
 	// request is not an outage).
@@ -244,7 +271,7 @@ func eventOf(r Record) time.Time {
 }
 
 func newBuilder(r Record) *builder {
-	return &builder{inc: Incident{Node: r.Node, Start: eventOf(r), Detected: r.Time}}
+	return &builder{inc: Incident{Node: r.Node, Start: eventOf(r), Detected: r.Time}, instance: IsInstance(r.Node)}
 }
 
 // endMark is when the incident visibly ended: training resumed, closed, or
@@ -297,9 +324,10 @@ func (b *builder) add(r Record) {
 	if in.AcceleratorType == "" && r.AcceleratorType != "" {
 		in.AcceleratorType = r.AcceleratorType
 	}
-	if in.Chips == 0 {
-		in.Chips = r.Chips
-	}
+	// The largest count any record gives: an instance record counts the
+	// chips of the slice's VMs it observed (chips per VM of the machine
+	// type, summed), and a record that could not read every VM counts fewer.
+	in.Chips = max(in.Chips, r.Chips)
 	if r.DryRun {
 		b.dry = true
 	}
@@ -338,7 +366,8 @@ func (b *builder) add(r Record) {
 			b.decisiveReason = r.Reason
 		}
 		b.steps(r)
-		if r.Outcome == "" && r.Err == "" && r.Phase == string(remediate.PhaseDone) && !r.DryRun {
+		// (An instance's phase done is the insert sent, not the VM RUNNING.)
+		if r.Outcome == "" && r.Err == "" && r.Phase == string(remediate.PhaseDone) && !r.DryRun && !b.instance {
 			// Records written before Outcome existed: done means the
 			// node was created again and READY.
 			b.recovered(b.lastStepEnd(r, r.Time), false)
@@ -357,15 +386,45 @@ func (b *builder) add(r Record) {
 			b.skipReason = r.Reason
 			// A guard that left the node alone ends the incident; one
 			// that held off a second delivery during our recovery does not.
-			if b.closedAt.IsZero() && b.gen == 0 && r.Generation == 0 && !b.recreate && !b.reset {
+			if b.closedAt.IsZero() && b.gen == 0 && r.Generation == 0 && !b.ours() {
 				b.closedAt = r.Time
 			}
 		}
 	case remediate.ActionRecord:
-		if r.Err == "" && !b.recreate && !b.reset {
+		switch {
+		case b.instance:
+			// An instance's record is healthy only when every VM of the
+			// slice is RUNNING; else it watches (the MIG repairs it, a
+			// call already sent, the VM is not ours to act on).
+			if r.Err == "" && vmpolicy.SaysRunning(r.Reason) {
+				b.self = b.self || !b.ours()
+				b.recovered(r.Time, false)
+			}
+		case r.Err == "" && !b.recreate && !b.reset:
 			// Nothing to do about a node we never recovered: it is fine.
 			b.self = true
 			b.recovered(r.Time, false)
+		}
+	case remediate.Action(vmpolicy.ActionStart), remediate.Action(vmpolicy.ActionRecreateInstances), remediate.Action(vmpolicy.ActionReportFaulty):
+		switch vmpolicy.Action(r.Action) {
+		case vmpolicy.ActionStart:
+			b.started = true
+		case vmpolicy.ActionRecreateInstances:
+			b.migRecreate = true
+		default:
+			b.faulty = true
+		}
+		if b.decisiveReason == "" {
+			b.decisiveReason = r.Reason
+		}
+		b.steps(r)
+	case remediate.Action(vmpolicy.ActionHeld):
+		// A person (or the guest) stopped it: left alone, as a skip.
+		if !b.held && !b.ours() {
+			b.held, b.decisiveReason = true, r.Reason
+			if b.closedAt.IsZero() {
+				b.closedAt = r.Time
+			}
 		}
 	case remediate.ActionResumed:
 		if r.Outcome == string(remediate.OutcomeResumed) {
@@ -398,7 +457,7 @@ func (b *builder) add(r Record) {
 		if b.closedAt.IsZero() {
 			b.closedAt = r.Time
 		}
-		if r.Action != string(remediate.ActionSkip) && b.skipReason == "" && !b.recreate && !b.reset {
+		if r.Action != string(remediate.ActionSkip) && b.skipReason == "" && !b.ours() {
 			b.decisiveReason = r.Reason
 		}
 	case remediate.OutcomePrepared:
@@ -415,6 +474,11 @@ func (b *builder) add(r Record) {
 			b.abandonReason = r.Reason
 		}
 	}
+}
+
+// ours reports whether the incident saw a recovery call of ours.
+func (b *builder) ours() bool {
+	return b.recreate || b.reset || b.started || b.migRecreate || b.faulty
 }
 
 // recovered notes the node READY again at t; an Outcome recovered record
@@ -476,6 +540,8 @@ func (b *builder) steps(r Record) {
 		switch s.Name {
 		case "wait-delete", "wait-create", "wait-reset":
 			kind = strings.TrimPrefix(s.Name, "wait-")
+		case "insert": // an instance created again from its saved spec
+			kind = "create"
 		case "poll-operation", "wait-operation":
 			kind = b.lastKind // also one requested by an earlier record
 		}
@@ -517,6 +583,8 @@ func (b *builder) incident() Incident {
 		in.Chips = remediate.ChipsOf(in.AcceleratorType)
 	}
 	if in.Chips == 0 { // a Compute Engine machine type: chips of one VM
+		// (A slice's records count its VMs; a record without a count, of
+		// one VM's worth, undercounts a multi-host slice.)
 		in.Chips = tpumachine.ChipsPerVM(in.AcceleratorType)
 	}
 	switch {
@@ -528,6 +596,14 @@ func (b *builder) incident() Incident {
 		in.Outcome, in.Reason = OutcomeRecreated, b.decisiveReason
 	case b.reset:
 		in.Outcome, in.Reason = OutcomeReset, b.decisiveReason
+	case b.migRecreate:
+		in.Outcome, in.Reason = OutcomeMIGRecreated, b.decisiveReason
+	case b.started:
+		in.Outcome, in.Reason = OutcomeStarted, b.decisiveReason
+	case b.faulty:
+		in.Outcome, in.Reason = OutcomeReportedFaulty, b.decisiveReason
+	case b.held:
+		in.Outcome, in.Reason = OutcomeHeld, b.decisiveReason
 	case b.prepare:
 		in.Outcome, in.Reason = OutcomePrepared, b.decisiveReason
 	case b.skipReason != "":
@@ -539,12 +615,12 @@ func (b *builder) incident() Incident {
 	default:
 		in.Outcome = OutcomeOpen
 	}
-	if b.dry && (b.recreate || b.reset) {
+	if b.dry && b.ours() {
 		in.Outcome += " (dry run)"
 	}
 
 	switch down := b.outage; {
-	case strings.HasPrefix(in.Outcome, OutcomeSkipped), down.IsZero():
+	case strings.HasPrefix(in.Outcome, OutcomeSkipped), in.Outcome == OutcomeHeld, down.IsZero():
 		in.Downtime = 0 // left alone, or only a notice: no outage seen
 	case !in.Resumed.IsZero():
 		in.Downtime = nonNeg(in.Resumed.Sub(down))

@@ -245,7 +245,7 @@ func WriteJSON(w io.Writer, incs []Incident) error {
 
 // CSVHeader is the header row of --format csv.
 var CSVHeader = []string{"node", "zone", "acceleratorType", "chips", "cause", "start", "detected", "claimed", "deleted", "created",
-	"recovered", "resumed", "outcome", "downtimeSeconds", "lostProgressSeconds", "chipHoursLost"}
+	"recovered", "resumed", "outcome", "downtimeSeconds", "lostProgressSeconds", "chipHoursLost", "zoneMovedTo"}
 
 func csvTime(t time.Time) string {
 	if t.IsZero() {
@@ -262,7 +262,7 @@ func csvFloat(x float64) string { return strconv.FormatFloat(round3(x), 'f', -1,
 // hide one) by Excel, LibreOffice and Google Sheets, so it gets a leading
 // single quote, which they show as text and do not evaluate. Records are
 // written by anyone who can write log entries, so every text cell (node,
-// zone, acceleratorType, cause, outcome) goes through here. A plain number
+// zone, acceleratorType, cause, outcome, zoneMovedTo) goes through here. A plain number
 // ("-3", "+5", "1.5e3") is not a formula and stays as it is, and so does a
 // lone "-", the placeholder for "none". The csv package quotes the cell when
 // it holds a quote, a comma or a line break.
@@ -297,7 +297,7 @@ func WriteCSV(w io.Writer, incs []Incident) error {
 		row := []string{csvText(in.Node), csvText(in.Zone), csvText(in.AcceleratorType), strconv.Itoa(in.Chips), csvText(in.Cause),
 			csvTime(in.Start), csvTime(in.Detected), csvTime(in.Claimed), csvTime(in.Deleted), csvTime(in.Created),
 			csvTime(in.Recovered), csvTime(in.Resumed), csvText(in.Outcome), csvFloat(in.Downtime.Seconds()), lost,
-			csvFloat(in.ChipHoursLost())}
+			csvFloat(in.ChipHoursLost()), csvText(in.ZoneMovedTo)}
 		if err := cw.Write(row); err != nil {
 			return err
 		}

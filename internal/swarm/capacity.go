@@ -221,12 +221,7 @@ func (w *world) stepCapacity(now time.Time) {
 	}
 	// The node a person made last (their recreate copies our labels) is
 	// not our direct create's: its create's first audit entry names them.
-	madeBy := map[string]string{}
-	for _, e := range w.fake.AuditLog() {
-		if e.First && strings.HasSuffix(e.Method, ".CreateNode") {
-			madeBy[e.Resource] = e.Principal
-		}
-	}
+	madeBy := w.makers()
 	live := map[string][]string{}
 	for _, qr := range fleet.QueuedResources {
 		switch qrState(qr) {

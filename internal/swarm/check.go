@@ -37,10 +37,18 @@ func (w *world) check(ctx context.Context) {
 	audit := w.fake.AuditLog()
 	gens := map[string]int{}
 	for _, name := range NodeNames {
-		n := fleet[name]
+		// The node is every copy of its name (zones.go): where a zones:
+		// fallback moved it, and its records, calls and recoveries there.
+		copies := copiesOf(name)
+		var n *tpu.Node
+		for _, c := range copies {
+			if m := fleet[c]; m != nil && (n == nil || n.State == "DELETING") {
+				n = m
+			}
+		}
 		var mine []remediate.Record
 		for _, r := range recs {
-			if r.Node == name {
+			if slices.Contains(copies, r.Node) {
 				mine = append(mine, r)
 			}
 		}
@@ -50,7 +58,7 @@ func (w *world) check(ctx context.Context) {
 		var deletedBy []string // people whose delete of the node started
 		ourCreates := 0
 		for _, e := range audit {
-			if e.Resource != name {
+			if !slices.Contains(copies, e.Resource) {
 				continue
 			}
 			switch {
@@ -60,13 +68,23 @@ func (w *world) check(ctx context.Context) {
 				ourCreates++
 			}
 		}
-		ourDeletes := w.fake.Count("nodes.delete", name)
+		ourDeletes, gets, mutations, refused, gen := 0, 0, 0, 0, 0
+		for _, c := range copies {
+			ourDeletes += w.fake.Count("nodes.delete", c)
+			gets += w.fake.Count("nodes.get", c)
+			mutations += w.count(mutatingRPCs, c)
+			refused += w.refusedCreates(c)
+			if h, err := w.store.History(ctx, c, Project, "", w.clock.now(), 0); err == nil && h.Recovery != nil {
+				gen += h.Recovery.Generation
+			}
+		}
 		gone := n == nil || n.State == "DELETING"
 
-		// No node lost: a node the function deleted exists again, or the
-		// recovery was abandoned with an ERROR record carrying the spec, or
-		// a person deleted it (and a recovery it closed names them, when
-		// their audit entry reached the function).
+		// No node lost: a node the function deleted exists again (in one
+		// zone: checkZones), or the recovery was abandoned with an ERROR
+		// record carrying the spec, or a person deleted it (and a recovery
+		// it closed names them, when their audit entry reached the
+		// function).
 		if gone && ourDeletes > 0 && !abandoned && len(deletedBy) == 0 {
 			state := "NOT FOUND"
 			if n != nil {
@@ -93,24 +111,21 @@ func (w *world) check(ctx context.Context) {
 		}
 
 		// At most one successful create per recovery (each recovery
-		// follows one delete of the node).
-		gen := 0
-		if h, err := w.store.History(ctx, name, Project, "", w.clock.now(), 0); err == nil && h.Recovery != nil {
-			gen = h.Recovery.Generation
-		}
+		// follows one delete of the node), in whichever zone.
 		gens[name] = gen
 		if ourCreates > gen {
 			v("%s created %d times by %d recoveries", short(name), ourCreates, gen)
 		}
 
 		// No call repeated without a bound.
-		if m, refused := w.count(mutatingRPCs, name), w.refusedCreates(name); m > maxMutationsPerNode+refused {
-			v("%s: %d mutating calls (%d creates refused for capacity or quota), want at most %d and those", short(name), m, refused, maxMutationsPerNode)
+		if mutations > maxMutationsPerNode+refused {
+			v("%s: %d mutating calls (%d creates refused for capacity or quota), want at most %d and those", short(name), mutations, refused, maxMutationsPerNode)
 		}
-		if g, bound := w.fake.Count("nodes.get", name), maxGetsBase+maxGetsPerSweep*w.res.Sweeps; g > bound {
-			v("%s: %d reads in %d sweeps, want at most %d", short(name), g, w.res.Sweeps, bound)
+		if bound := maxGetsBase + maxGetsPerSweep*w.res.Sweeps; gets > bound {
+			v("%s: %d reads in %d sweeps, want at most %d", short(name), gets, w.res.Sweeps, bound)
 		}
 	}
+	w.checkZones(fleet, w.makers(), recs)
 	if w.maxPerDelivery > maxCallsPerDelivery {
 		v("one delivery made %d TPU calls, want at most %d", w.maxPerDelivery, maxCallsPerDelivery)
 	}
@@ -155,11 +170,16 @@ func (w *world) trace(recs []remediate.Record) string {
 			fmt.Fprintf(&b, " [error: %s]", r.Err)
 		}
 	}
-	for _, name := range NodeNames {
-		fmt.Fprintf(&b, "\n  %s:", short(name))
-		for _, rpc := range append([]string{"nodes.get"}, mutatingRPCs...) {
-			if c := w.fake.Count(rpc, name); c > 0 {
-				fmt.Fprintf(&b, " %s=%d", rpc, c)
+	for _, home := range NodeNames {
+		for i, name := range copiesOf(home) {
+			if i > 0 && w.count(allRPCs, name) == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "\n  %s:", strings.TrimPrefix(name, "projects/"+Project+"/locations/"))
+			for _, rpc := range append([]string{"nodes.get"}, mutatingRPCs...) {
+				if c := w.fake.Count(rpc, name); c > 0 {
+					fmt.Fprintf(&b, " %s=%d", rpc, c)
+				}
 			}
 		}
 	}

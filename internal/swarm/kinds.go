@@ -39,6 +39,7 @@ const (
 	Forged               Kind = "forged"                // entries from a log that is not the audit log
 	Stockout             Kind = "stockout"              // a zone or node without capacity for a while (capacity.go), or a quota refusal
 	QueueFail            Kind = "queue-fail"            // a waiting queued resource of ours SUSPENDED
+	ZoneMove             Kind = "zone-move"             // nodes draw autoheal-stockout zones:…, some specs pinned to their zone (zones.go)
 )
 
 // AllKinds is every kind, in the order they are reported.
@@ -49,7 +50,7 @@ var AllKinds = []Kind{
 	PersonDelete, PersonRecreate, PersonRelabel, PersonStop, PersonMaintenance, PersonPause, Unaudited,
 	LedgerAbort, LedgerLostCommit,
 	Forged,
-	Stockout, QueueFail,
+	Stockout, QueueFail, ZoneMove,
 }
 
 // Enabled is the kinds the default run (go test ./... and CI) draws from:
@@ -63,7 +64,9 @@ var Enabled = []Kind{
 	PersonDelete, PersonRecreate, PersonRelabel, PersonStop, PersonMaintenance, PersonPause, Unaudited,
 	LedgerAbort, LedgerLostCommit,
 	Forged,
-	Stockout, QueueFail,
+	Stockout, QueueFail, ZoneMove,
+	// ZoneMove is on since it went in: seeds 1–3000 keep the invariants
+	// with nodes moved between the fleet's two zones (zones.go).
 	// Stockout and QueueFail are on since seeds 1656 and 2879 of -kinds
 	// all keep the invariants: 1656's check took a person's recreate
 	// (our labels copied) of the node our queued resource made for our

@@ -10,12 +10,13 @@ import (
 	"github.com/tpu-autoheal/autoheal/internal/tpufake"
 )
 
-// The simulated fleet: two zones of one project, listed two nodes a page,
-// so the first zone's listing has pages and the sweep has a zone after it.
+// The simulated fleet: two zones of one region of one project, listed two
+// nodes a page, so the first zone's listing has pages and the sweep has a
+// zone after it; a zones: fallback (zones.go) moves a node between them.
 const (
 	Project = "acme-ml"
 	ZoneA   = "us-central2-b"
-	ZoneB   = "us-east5-a"
+	ZoneB   = "us-central2-a"
 )
 
 // People: Alice's acts reach the function as audit entries (the sink routes
@@ -64,6 +65,9 @@ type Plan struct {
 	Stockouts  []CapFault
 	QueueFails []QueueSuspend
 	Fallback   map[string]string
+	// Pinned are the nodes whose spec pins them to their zone (zones.go):
+	// what pins it, PinDisk or PinReserved.
+	Pinned map[string]string
 }
 
 // TimedAct is a person's act at At after the start.
@@ -140,6 +144,9 @@ func (p Plan) String() string {
 	for _, n := range NodeNames {
 		if f, ok := p.Fallback[n]; ok {
 			fmt.Fprintf(&b, "\n  %s: autoheal-stockout=%s", short(n), f)
+		}
+		if pin, ok := p.Pinned[n]; ok {
+			fmt.Fprintf(&b, "\n  [%s] %s: spec pinned to its zone by %s", ZoneMove, short(n), pin)
 		}
 	}
 	return b.String()
@@ -264,6 +271,7 @@ func NewPlan(seed uint64, kinds []Kind) Plan {
 		}
 	}
 	p.drawCapacity(r, has)
+	p.drawZones(r, has)
 	return p
 }
 

@@ -197,3 +197,23 @@ func TestParseKinds(t *testing.T) {
 		t.Errorf("ParseKinds(lagg) = %v, want an error naming it", err)
 	}
 }
+
+// TestSwarmMovesNodesBetweenZones: the default kinds' seeds do move nodes
+// with a zones: fallback and do refuse some (another region, a zone not
+// watched, a pinned spec), so the zones checks look at real moves.
+func TestSwarmMovesNodesBetweenZones(t *testing.T) {
+	opts := Options{Config: loadConfig(t)}
+	moved, refused := 0, 0
+	for seed := uint64(1); seed <= 40; seed++ {
+		res := Run(context.Background(), seed, opts)
+		if len(res.Violations) > 0 {
+			t.Errorf("seed %d: %v", seed, res.Violations)
+		}
+		moved += res.Moved
+		refused += res.ZoneRefused
+	}
+	if moved == 0 || refused == 0 {
+		t.Errorf("seeds 1-40: %d nodes moved, %d zones: refusals recorded; want some of each", moved, refused)
+	}
+	t.Logf("seeds 1-40: %d nodes moved to another zone, %d zones: refusals", moved, refused)
+}

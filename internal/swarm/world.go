@@ -59,6 +59,9 @@ type Result struct {
 	// simulated time until quiescence.
 	Calls, Deliveries, Sweeps int
 	Took                      time.Duration
+	// Moved are the nodes a zones: fallback moved to another zone;
+	// ZoneRefused the stockout records that refused a zones: fallback.
+	Moved, ZoneRefused int
 	// Trace is every node's records and the TPU calls, for a failure.
 	Trace string
 }
@@ -179,6 +182,7 @@ func newWorld(ctx context.Context, p Plan, opts Options, res *Result) (*world, e
 		if f, ok := p.Fallback[name]; ok {
 			n.Metadata[policy.StockoutMetadataKey] = f
 		}
+		pin(n, p.Pinned[name])
 		nodes = append(nodes, n)
 	}
 	fake := tpufake.New(tpufake.Fleet{Nodes: nodes},
@@ -309,6 +313,7 @@ func (w *world) drive(ctx context.Context) {
 			}
 		}
 		w.stepCapacity(now)
+		w.stepZones(now)
 		w.queueAudit()
 		w.deliverDue(ctx, now)
 		if !now.Before(nextSweep) {

@@ -37,6 +37,28 @@ const (
 	ActionReportFaulty Action = "reportHostAsFaulty"
 )
 
+// Actions lists every Action, for those that show them (the CLI's table
+// sizes its ACTION column from it).
+var Actions = []Action{ActionRecord, ActionDefer, ActionStart, ActionRecreate, ActionRecreateInstances, ActionHeld,
+	ActionPrepare, ActionMaintain, ActionReportFaulty}
+
+// ReasonRunning is the reason of a record decision about a slice whose
+// every instance is RUNNING with no maintenance notice.
+const ReasonRunning = "every instance is RUNNING"
+
+// SaysRunning reports whether reason is that of a decision Decide makes
+// only when every instance of the slice is RUNNING: ReasonRunning, or one
+// about a maintenance notice ("maintenance at …"). The incident report
+// reads it as the slice healthy again; any other record decision (the MIG
+// repairs it, a call already sent, not ours) is not.
+func SaysRunning(reason string) bool {
+	return reason == ReasonRunning || strings.HasPrefix(reason, maintenanceAt)
+}
+
+// maintenanceAt begins the reason of every decision about a RUNNING
+// slice's maintenance notice (prepare and early).
+const maintenanceAt = "maintenance at "
+
 // Mutates reports whether a is a call that changes an instance.
 func (a Action) Mutates() bool {
 	return a == ActionStart || a == ActionRecreate || a == ActionRecreateInstances || a == ActionPrepare || a == ActionMaintain || a == ActionReportFaulty
@@ -464,11 +486,11 @@ func prepare(in Input, cfg Config) Decision {
 		}
 	}
 	if notice == "" {
-		return Decision{Action: ActionRecord, Reason: "every instance is RUNNING"}
+		return Decision{Action: ActionRecord, Reason: ReasonRunning}
 	}
 	for _, i := range slice {
 		if i.NoPrepare {
-			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s; maintenance mode off for %s", notice, i.Name)}
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf(maintenanceAt+"%s; maintenance mode off for %s", notice, i.Name)}
 		}
 	}
 	var targets []string
@@ -480,7 +502,7 @@ func prepare(in Input, cfg Config) Decision {
 	if len(targets) == 0 {
 		return early(in, notice, cfg)
 	}
-	return Decision{Action: ActionPrepare, Reason: fmt.Sprintf("maintenance at %s: ask the workload to checkpoint now", notice), Targets: targets}
+	return Decision{Action: ActionPrepare, Reason: fmt.Sprintf(maintenanceAt+"%s: ask the workload to checkpoint now", notice), Targets: targets}
 }
 
 // early is the decision about a slice whose every instance holds the
@@ -505,7 +527,7 @@ func prepare(in Input, cfg Config) Decision {
 // checkpoint reported, before any look concluded it late, still starts it.
 func early(in Input, notice string, cfg Config) Decision {
 	slice := in.Slice
-	delivered := fmt.Sprintf("maintenance at %s: the notice is delivered to every instance", notice)
+	delivered := fmt.Sprintf(maintenanceAt+"%s: the notice is delivered to every instance", notice)
 	var targets, missing, fixed []string
 	for _, i := range slice {
 		if !i.Early {
@@ -525,7 +547,7 @@ func early(in Input, notice string, cfg Config) Decision {
 	}
 	switch {
 	case len(targets) == 0:
-		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("maintenance at %s: started early on every instance", notice)}
+		return Decision{Action: ActionRecord, Reason: fmt.Sprintf(maintenanceAt+"%s: started early on every instance", notice)}
 	case len(fixed) > 0:
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s; cannot be started early (canReschedule false): %s", delivered, strings.Join(fixed, ", "))}
 	case sameTime(in.CheckpointLate, notice):
@@ -548,7 +570,7 @@ func early(in Input, notice string, cfg Config) Decision {
 		}
 		return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s; waiting for the checkpoint of %s", delivered, strings.Join(missing, ", "))}
 	}
-	return Decision{Action: ActionMaintain, Reason: fmt.Sprintf("maintenance at %s: every guest reported its checkpoint; start it now", notice), Targets: targets}
+	return Decision{Action: ActionMaintain, Reason: fmt.Sprintf(maintenanceAt+"%s: every guest reported its checkpoint; start it now", notice), Targets: targets}
 }
 
 // sameTime reports whether two RFC 3339 times name the same instant

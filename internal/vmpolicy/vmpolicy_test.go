@@ -345,3 +345,42 @@ func TestParseFaultyHosts(t *testing.T) {
 		}
 	}
 }
+
+// The report reads a record decision as "the slice is healthy again" only
+// when Decide made it about a slice whose every instance is RUNNING.
+func TestSaysRunningOnlyOfARunningSlice(t *testing.T) {
+	const w = "2026-11-27T04:00:00Z"
+	pending := func(i *vmpolicy.Instance) { i.Maintenance = w }
+	notified := func(i *vmpolicy.Instance) { i.Notified = w }
+	early := func(i *vmpolicy.Instance) { i.Early, i.CanReschedule = true, true }
+	tests := []struct {
+		name string
+		in   vmpolicy.Input
+		want bool
+	}{
+		{"every instance running", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING"), vm(vmB, "RUNNING")}}, true},
+		{"running with a delivered notice", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING", pending, notified)}}, true},
+		{"running, waiting for the checkpoint", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING", pending, notified, early)}}, true},
+		{"the MIG repairs a broken VM", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING", inMIG), vm(vmB, "TERMINATED", inMIG)},
+			Evidence: []vmpolicy.Evidence{sys(vmB, 0)}, Now: at(time.Minute)}, false},
+		{"recreateInstances already sent", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)},
+			Incident: vmpolicy.Incident{Action: vmpolicy.ActionRecreateInstances, At: at(31 * time.Minute)}, Now: at(32 * time.Minute)}, false},
+		{"start already sent", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED")}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)},
+			Incident: vmpolicy.Incident{Action: vmpolicy.ActionStart, At: at(time.Minute)}, Now: at(2 * time.Minute)}, false},
+		{"not opted in", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "RUNNING", optedOut)}}, false},
+		{"vanished with no system event", vmpolicy.Input{Slice: []vmpolicy.Instance{gone(vmA)}, Now: at(time.Minute)}, false},
+		{"still provisioning past the stuck grace", vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING")}, Since: t0, Now: at(time.Hour)}, false},
+		{"no instance observed", vmpolicy.Input{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := vmpolicy.Decide(tt.in, vmpolicy.DefaultConfig())
+			if d.Action != vmpolicy.ActionRecord && d.Action != vmpolicy.ActionPrepare && d.Action != vmpolicy.ActionMaintain {
+				t.Fatalf("Decide = %s (%s): the row does not test a record decision", d.Action, d.Reason)
+			}
+			if got := vmpolicy.SaysRunning(d.Reason); got != tt.want {
+				t.Errorf("SaysRunning(%q) = %v, want %v", d.Reason, got, tt.want)
+			}
+		})
+	}
+}
