@@ -207,15 +207,84 @@ func (c *Client) RecreateInstances(ctx context.Context, mig string, instances []
 // slice, recovered together; a MIG without one is a group of single-host
 // VMs, each its own slice.
 func (c *Client) MIGIsSlice(ctx context.Context, mig string) (bool, error) {
+	m, err := c.getMIG(ctx, mig)
+	if err != nil {
+		return false, err
+	}
+	return m.ResourcePolicies != nil && m.ResourcePolicies.WorkloadPolicy != "", nil
+}
+
+// getMIG reads the MIG projects/P/zones/Z/instanceGroupManagers/M.
+func (c *Client) getMIG(ctx context.Context, mig string) (*compute.InstanceGroupManager, error) {
 	project, zone, name, err := parseMIG(mig)
 	if err != nil {
-		return false, failed(failure.Permanent, err)
+		return nil, failed(failure.Permanent, err)
 	}
 	m, err := c.svc.InstanceGroupManagers.Get(project, zone, name).Context(ctx).Do() // rest: compute.instanceGroupManagers.get
 	if err != nil {
-		return false, fmt.Errorf("get instance group manager %s: %w", mig, classify(err))
+		return nil, fmt.Errorf("get instance group manager %s: %w", mig, classify(err))
 	}
-	return m.ResourcePolicies != nil && m.ResourcePolicies.WorkloadPolicy != "", nil
+	return m, nil
+}
+
+// ManagedInstance is one instance a MIG lists as its own: Instance its
+// name (projects/P/zones/Z/instances/I), CurrentAction what the MIG is
+// doing with it (NONE, RECREATING, DELETING, ABANDONING, …).
+type ManagedInstance struct {
+	Instance      string
+	CurrentAction string
+}
+
+// ManagedInstances lists the MIG's members (listManagedInstances,
+// following page tokens with the bounds of ListOptedIn). A MIG's slice is
+// taken from it, not from the zone's listing, which may lack a member (a
+// page passed over, a VM deleted). Fewer members listed than the MIG's
+// targetSize is a transient error (a page passed over here too): the slice
+// is decided on a later look, never from part of it.
+func (c *Client) ManagedInstances(ctx context.Context, mig string) ([]ManagedInstance, error) {
+	m, err := c.getMIG(ctx, mig)
+	if err != nil {
+		return nil, err
+	}
+	project, zone, name, _ := parseMIG(mig) // parsed by getMIG
+	var out []ManagedInstance
+	seen := map[string]bool{"": true}
+	token := ""
+	for page := 0; ; page++ {
+		if page >= MaxListPages {
+			return nil, fmt.Errorf("list the instances of %s: more than %d pages: %w", mig, MaxListPages, failed(failure.Transient, errors.New("listing without end")))
+		}
+		call := c.svc.InstanceGroupManagers.ListManagedInstances(project, zone, name).Context(ctx)
+		if token != "" {
+			call = call.PageToken(token)
+		}
+		resp, err := call.Do() // rest: compute.instanceGroupManagers.listManagedInstances
+		if err != nil {
+			return nil, fmt.Errorf("list the instances of %s: %w", mig, classify(err))
+		}
+		for _, mi := range resp.ManagedInstances {
+			if mi == nil {
+				continue
+			}
+			r, err := ParseRef(mi.Instance)
+			if err != nil {
+				return nil, fmt.Errorf("list the instances of %s: %w", mig, failed(failure.Permanent, err))
+			}
+			out = append(out, ManagedInstance{Instance: r.String(), CurrentAction: mi.CurrentAction})
+		}
+		if resp.NextPageToken == "" {
+			break
+		}
+		if seen[resp.NextPageToken] {
+			return nil, fmt.Errorf("list the instances of %s: page token %q repeated: %w", mig, resp.NextPageToken, failed(failure.Transient, errors.New("page token repeated")))
+		}
+		seen[resp.NextPageToken] = true
+		token = resp.NextPageToken
+	}
+	if int64(len(out)) < m.TargetSize {
+		return nil, fmt.Errorf("list the instances of %s: %d listed, its targetSize is %d: %w", mig, len(out), m.TargetSize, failed(failure.Transient, errors.New("members missing from the listing")))
+	}
+	return out, nil
 }
 
 // SetMetadataKey sets one metadata key of an instance, read-modify-write:

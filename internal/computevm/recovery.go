@@ -28,6 +28,7 @@ type Instances interface {
 	RecreateInstances(ctx context.Context, mig string, instances []string, requestID string) (string, error)
 	GetOperation(ctx context.Context, project, zone, name string) (bool, error)
 	MIGIsSlice(ctx context.Context, mig string) (bool, error)
+	ManagedInstances(ctx context.Context, mig string) ([]ManagedInstance, error)
 	SetMetadataKey(ctx context.Context, r Ref, in *compute.Instance, key, value string) (string, error)
 	ReportHostAsFaulty(ctx context.Context, r Ref, description, requestID string) (string, error)
 	GuestCheckpoint(ctx context.Context, r Ref) (remediate.CheckpointReport, bool, error)
@@ -134,6 +135,9 @@ type member struct {
 	in    *compute.Instance
 	spec  *compute.Instance // saved.Spec, nil when none is saved
 	saved SavedSpec
+	// mig is the MIG that listed it as its own ("" when the slice is not a
+	// MIG's), action what that MIG said it is doing with it.
+	mig, action string
 }
 
 // evidenceOf is the evidence an event gives, ok false when it gives none
@@ -182,17 +186,21 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	}
 	in, err := r.Compute.GetInstance(ctx, ref)
 	if err != nil && !failure.IsNotFound(err) {
-		if failure.IsTransient(err) {
-			return nil, err
-		}
-		// Not retryable: the entry is acknowledged, but its evidence is
-		// kept (whether the instance is ours is unknown), so the sweep,
-		// which lists the opted-in instances, decides with it.
+		// The evidence is kept (whether the instance is ours is unknown),
+		// so the sweep, which lists the opted-in instances, decides with
+		// it: also when the read is retried, since every delivery's read
+		// may fail (vmswarm seed 315 of page-skip and slice-delete: five
+		// deliveries of a Spot VM's preemption, five transient errors,
+		// and the VM was never recreated).
 		if e, ok := evidenceOf(ev); ok {
 			if err := r.Store.AddEvidence(ctx, e); err != nil {
 				return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
 			}
 		}
+		if failure.IsTransient(err) {
+			return nil, err
+		}
+		// Not retryable: the entry is acknowledged.
 		return []remediate.Record{r.record(ctx, start, &ev, ref.String(), nil, remediate.ActionSkip, "cannot read the instance; its evidence is kept for the sweep", err)}, nil
 	}
 	specs, err := r.Store.Specs(ctx, ref.Project, ref.Zone)
@@ -201,22 +209,24 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	}
 	saved := specs[ref.String()]
 	spec := saved.Spec
-	if e, ok := evidenceOf(ev); ok && in == nil && spec == nil && e.Kind == vmpolicy.EvidenceSystem {
-		// NOT FOUND and no spec saved: a VM that is none of ours and is
-		// gone, or one of ours the answer lied about (a MIG's VM has no
-		// saved spec, and reads NOT FOUND while its MIG makes it again
-		// under the name, or on a lagging or faulty read). A system event
-		// is what the MIG row needs to act on, so it is kept, not dropped
-		// as "not ours", and the name is not cached as such: the sweep,
-		// which lists the opted-in instances, decides with it. Only
-		// system events are kept (a few a day per 1,000 VMs); a person's
-		// delete of any VM of the project reads NOT FOUND too and is
-		// dropped below (a stop the MIG row did not see is held by its
-		// lastStopTimestamp anyway).
-		if err := r.Store.AddEvidence(ctx, e); err != nil {
-			return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
+	if in == nil && spec == nil {
+		// Gone, and no spec saved: not ours, or a MIG's VM (a MIG's VMs
+		// have no saved spec), which reads NOT FOUND while its MIG makes
+		// it again under the name, on a lagging or faulty read, or after
+		// a person deleted it. Kept as evidence, not dropped as "not
+		// ours", and not remembered as such:
+		//   - a system event: what the MIG row needs to act on (without
+		//     it, a MIG's VM whose read lied is never recovered: chaos
+		//     seed 1); a few a day per 1,000 VMs;
+		//   - a person's delete (one write per delete of a VM that is
+		//     gone): without it, the MIG's slice would be taken for broken
+		//     by the platform and recreated whole, undoing the delete.
+		if e, ok := evidenceOf(ev); ok && (e.Kind == vmpolicy.EvidenceSystem || e.Kind == vmpolicy.EvidencePerson && strings.HasSuffix(e.Method, ".delete")) {
+			if err := r.Store.AddEvidence(ctx, e); err != nil {
+				return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
+			}
+			return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "NOT FOUND and no spec saved: the entry is kept as evidence for the sweep (it may be a MIG's VM)", nil)}, nil
 		}
-		return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "NOT FOUND with no saved spec: its system event is kept for the sweep (a MIG's VM may be made again under the name)", nil)}, nil
 	}
 	if in == nil && spec == nil || in != nil && (!IsTPU(in) || !OptedIn(in)) {
 		// Most instance entries are about VMs that are not TPU VMs, or not
@@ -262,9 +272,13 @@ func orSpec(in, spec *compute.Instance) *compute.Instance {
 	return spec
 }
 
-// sliceMembers are the instances of slice key in the zone: those listed and
-// those whose spec was saved but that are gone.
+// sliceMembers are the instances of slice key in the zone: a MIG's slice
+// is the MIG's members (migMembers); another, those listed and those whose
+// spec was saved but that are gone.
 func (r *Recovery) sliceMembers(ctx context.Context, key string, zone Ref, listed []*compute.Instance, specs map[string]SavedSpec) ([]member, error) {
+	if strings.Contains(key, "/instanceGroupManagers/") {
+		return r.migMembers(ctx, key, listed, specs)
+	}
 	var out []member
 	seen := map[string]bool{}
 	for _, in := range listed {
@@ -291,6 +305,54 @@ func (r *Recovery) sliceMembers(ctx context.Context, key string, zone Ref, liste
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ref.Name < out[j].ref.Name })
 	return out, nil
+}
+
+// migMembers are the members of a multi-host slice's MIG as the MIG lists
+// them (listManagedInstances), never as the zone's listing shows them: a
+// listing that passed over a page, a member a person opted out or deleted,
+// would leave the slice decided from part of it, and acted on partially
+// (the MIG then recreates all of it, undoing what the person did). A member
+// the listing lacks is read by name; NOT FOUND, it is a member all the same
+// (the evidence of who deleted it decides).
+func (r *Recovery) migMembers(ctx context.Context, mig string, listed []*compute.Instance, specs map[string]SavedSpec) ([]member, error) {
+	managed, err := r.Compute.ManagedInstances(ctx, mig)
+	if err != nil {
+		return nil, err
+	}
+	project, zone := zoneOfKey(mig)
+	byName := map[string]*compute.Instance{}
+	for _, in := range listed {
+		byName[Ref{Project: project, Zone: zone, Name: in.Name}.String()] = in
+	}
+	var out []member
+	for _, mi := range managed {
+		ref, err := ParseRef(mi.Instance)
+		if err != nil {
+			return nil, err
+		}
+		in, ok := byName[ref.String()]
+		if !ok {
+			if in, err = r.Compute.GetInstance(ctx, ref); err != nil && !failure.IsNotFound(err) {
+				return nil, err
+			}
+		}
+		saved := specs[ref.String()]
+		out = append(out, member{ref: ref, in: in, spec: saved.Spec, saved: saved, mig: mig, action: mi.CurrentAction})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ref.Name < out[j].ref.Name })
+	return out, nil
+}
+
+// migHeld is the decision about a MIG's slice a person acted on through
+// the MIG: a member it is deleting or abandoning (instanceGroupManagers
+// deleteInstances, abandonInstances) is leaving the slice on purpose.
+func migHeld(members []member) (vmpolicy.Decision, bool) {
+	for _, m := range members {
+		if m.action == "DELETING" || m.action == "ABANDONING" {
+			return vmpolicy.Decision{Action: vmpolicy.ActionHeld, Reason: fmt.Sprintf("%s says %s is %s: a person acted on the slice, never undone", m.mig, m.ref, m.action)}, true
+		}
+	}
+	return vmpolicy.Decision{}, false
 }
 
 // SweepResult is what a sweep of the instance path did.
@@ -404,6 +466,14 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	}
 	var names []string
 	var observed []vmpolicy.Instance
+	// A MIG's member that is NOT FOUND (no spec is saved of a MIG's VM) is
+	// of the MIG and opted in as its slice is: by the members found.
+	migOptedIn := false
+	for _, m := range members {
+		if m.in != nil && m.mig != "" && OptedIn(m.in) && IsTPU(m.in) {
+			migOptedIn = true
+		}
+	}
 	for _, m := range members {
 		names = append(names, m.ref.String())
 		o := Observe(m.ref, m.in, m.spec)
@@ -412,6 +482,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		o.Maintained = state.maintained(m.ref.String(), o.ID)
 		o.MaintainedUntil = state.maintainedUntil(m.ref.String(), o.ID)
 		o.FaultyReported = state.faultyReported(m.ref.String())
+		if m.in == nil && m.mig != "" {
+			o.MIG, o.OptedIn = m.mig, migOptedIn
+		}
 		if m.in == nil {
 			o.Seen = m.saved.Seen
 			if t, err := time.Parse(time.RFC3339Nano, m.saved.LastStart); err == nil {
@@ -434,6 +507,9 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		return remediate.Record{}, err
 	}
 	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, CheckpointLate: state.CheckpointLate, MaintenanceUntil: state.MaintenanceUntil, Now: now}, r.Policy)
+	if held, ok := migHeld(members); ok {
+		dec = held
+	}
 	if err := r.keepLate(ctx, key, &state, dec); err != nil {
 		return remediate.Record{}, err
 	}
@@ -814,7 +890,10 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 			})
 		}
 	case vmpolicy.ActionRecreateInstances:
-		mig := MIGOf(orSpec(members[0].in, members[0].spec), members[0].ref.Project)
+		mig := members[0].mig
+		if mig == "" {
+			mig = MIGOf(orSpec(members[0].in, members[0].spec), members[0].ref.Project)
+		}
 		project, zone := zoneOfKey(mig)
 		id := RequestID(key + "|recreateInstances|" + incident)
 		call("recreateInstances", mig, id, project, zone, func() (string, error) {

@@ -310,17 +310,7 @@ func requestBody(e *env, method string) string {
 
 func TestOneHostErrorInAFourVMSliceIsOneIncidentAndOneAction(t *testing.T) {
 	e := newEnv(t)
-	mig := computefake.MIGName(project, zone, "slice-mig") // workload policy: a 4-VM multi-host slice
-	if err := e.fake.SetMIGStuck(mig, true); err != nil {
-		t.Fatal(err)
-	}
-	entry, err := e.fake.HostError(name("slice-mig-w1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := e.deliver(entry); got != remediate.ActionRecord {
-		t.Fatalf("host error in the slice: %s, want record", got)
-	}
+	mig := stuckSlice(t, e) // slice-mig: workload policy, a 4-VM multi-host slice
 	e.clock.add(31 * time.Minute)
 	if got := e.sweep(mig); got != "recreateInstances" {
 		t.Fatalf("past the stuck grace: %s, want recreateInstances", got)
@@ -432,6 +422,33 @@ func TestATransientFailureLosesNothingOnRedelivery(t *testing.T) {
 	}
 	if got := e.deliver(entry); got != "start" {
 		t.Errorf("redelivery: %s, want start (the host error kept as evidence)", got)
+	}
+}
+
+// Every delivery's read fails (transient): the entry is dead-lettered, but
+// its evidence was kept by the first, so the sweep recreates the VM.
+func TestEvidenceIsKeptWhenEveryDeliverysReadFails(t *testing.T) {
+	e := newEnv(t)
+	vm := name("spot-delete") // Spot, termination action DELETE
+	e.sweep(vm)               // saves its spec
+	entry, err := e.fake.Preempt(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Fail(computefake.FailRule{Method: "instances.get", Resource: vm, Code: 503, Times: 5})
+	ev, err := events.Parse(entry.JSON(), events.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := e.rec.HandleEvent(context.Background(), ev); failure.KindOf(err) != failure.Transient {
+			t.Fatalf("HandleEvent with instances.get failing: %v, want a transient error", err)
+		}
+		e.clock.add(time.Minute)
+	}
+	e.clock.add(computefake.DefaultDeleteTime)
+	if got := e.sweep(vm); got != "recreate" {
+		t.Errorf("sweep after five failed deliveries: %s, want recreate (the preemption kept as evidence)", got)
 	}
 }
 

@@ -206,6 +206,13 @@ func (x crashCompute) MIGIsSlice(ctx context.Context, mig string) (bool, error) 
 	return x.i.MIGIsSlice(ctx, mig)
 }
 
+func (x crashCompute) ManagedInstances(ctx context.Context, mig string) ([]computevm.ManagedInstance, error) {
+	if err := x.c.alive(); err != nil {
+		return nil, err
+	}
+	return x.i.ManagedInstances(ctx, mig)
+}
+
 func (x crashCompute) SetMetadataKey(ctx context.Context, r computevm.Ref, in *compute.Instance, key, value string) (string, error) {
 	if err := x.c.alive(); err != nil {
 		return "", err

@@ -151,25 +151,21 @@ var AllKinds = []Kind{CrashAfter, PageSkip, SliceDelete, Unaudited}
 // CrashAfter is on since a start or insert is saved with its incident as
 // sent, outcome unknown (seeds 93 and 135 of -kinds all: the process died
 // right after saving the incident, before the call, and the next one read
-// "already sent for this incident" for ever). Unaudited is on since
-// vmpolicy's MIG row asks every broken VM for a system event of its own
-// newer than its last stop, and computevm keeps a system event whose VM
-// reads NOT FOUND with no saved spec (seeds 12, 68, 528 and, on the way,
-// 181: a person stops a VM of a stuck MIG, the stop's entry never comes,
-// and past the stuck grace recreateInstances undid the stop). The others
-// are off, each for seeds that break an invariant:
-//   - PageSkip (seed 297): a listing that passed over a page hid two VMs
-//     of the 4-VM slice, one of them stopped by a person: the slice was
-//     decided from the two it saw, not held, and recreateInstances named
-//     those two (partial; the MIG recreated all four, undoing the stop).
-//     A MIG's slice is taken from the zone's listing, not from the MIG.
-//   - SliceDelete (seeds 181, 522): a person deletes one VM of the 4-VM slice
-//     whose MIG is stuck, then a host error breaks another; the engine
-//     never sees the deleted VM (a MIG's VMs have no saved spec and it is
-//     not listed) and sends recreateInstances for the three others, a
-//     partial action that the MIG carries out on the whole slice, making
-//     the deleted VM again.
-var Enabled = []Kind{CrashAfter, Unaudited}
+// "already sent for this incident" for ever). PageSkip and SliceDelete are
+// on since a MIG's slice is taken from the MIG (listManagedInstances), not
+// from the zone's listing (seeds 297, 181 and 522: a listing that passed
+// over a page, or a VM a person deleted, left the slice decided from part
+// of it and recreateInstances naming part of it, which the MIG carried out
+// on the whole slice, undoing the person's stop or delete), and since an
+// entry's evidence is kept when its read fails transiently (seed 315 of
+// the three: every delivery of a preemption failed to read the VM).
+// Unaudited is on since vmpolicy's MIG row asks every broken VM for a
+// system event of its own newer than its last stop, and computevm keeps a
+// system event whose VM reads NOT FOUND with no saved spec (seeds 12, 68,
+// 181, 297, 479, 528 of -kinds all: a person stops or deletes a VM of a
+// stuck MIG, the entry never comes, and past the stuck grace
+// recreateInstances undid it).
+var Enabled = []Kind{CrashAfter, PageSkip, SliceDelete, Unaudited}
 
 // ParseKinds reads a comma-separated list of kinds; "all" is AllKinds,
 // "default" Enabled.
