@@ -90,7 +90,7 @@ func (r *Recovery) maintain(ctx context.Context, start time.Time, ev *events.Eve
 		if !ok || m.in == nil || m.in.ResourceStatus == nil || m.in.ResourceStatus.UpcomingMaintenance == nil {
 			continue
 		}
-		window := m.in.ResourceStatus.UpcomingMaintenance.WindowStartTime
+		window, end := m.in.ResourceStatus.UpcomingMaintenance.WindowStartTime, m.in.ResourceStatus.UpcomingMaintenance.WindowEndTime
 		id := RequestID(fmt.Sprintf("%s|%d|performMaintenance|%s", t, m.in.Id, window))
 		st := remediate.Step{Name: "perform-maintenance", Start: r.now()}
 		op, err := r.Compute.PerformMaintenance(ctx, m.ref, id)
@@ -108,7 +108,7 @@ func (r *Recovery) maintain(ctx context.Context, start time.Time, ev *events.Eve
 		}
 		steps = append(steps, st)
 		if sent {
-			state.Maintained = setPerInstance(state.Maintained, MaintenanceSent{Instance: t, ID: m.in.Id, Window: window, At: r.now(), Operation: op})
+			state.Maintained = setPerInstance(state.Maintained, MaintenanceSent{Instance: t, ID: m.in.Id, Window: window, WindowEnd: end, At: r.now(), Operation: op})
 			changed = true
 		}
 	}

@@ -321,3 +321,72 @@ func TestANoticeWithoutSentAtIsDeliveredAgain(t *testing.T) {
 		t.Errorf("the notice after prepare %+v, want ours with sentAt", got)
 	}
 }
+
+// TestASliceInMaintenanceIsNotStuckUntilItsWindowEnds: the 4-VM slice's
+// MIG does not repair a VM the maintenance holds down, and the
+// maintenance here lasts 3 hours: whether this project started it (mode
+// early's performMaintenance) or the platform did in the notice's window
+// (its terminateOnHostMaintenance entries delivered), no look sends
+// recreateInstances during it, past the stuck grace (30 minutes); when the
+// maintenance ends and the MIG repairs the slice, nothing was sent at all.
+func TestASliceInMaintenanceIsNotStuckUntilItsWindowEnds(t *testing.T) {
+	for _, started := range []string{"by us (early)", "by the platform in its window"} {
+		t.Run(started, func(t *testing.T) {
+			e := newEnv(t, computefake.WithOperationDelay("performMaintenance", 3*time.Hour))
+			mig := computefake.MIGName(project, zone, "slice-mig")
+			window := epoch.Add(10 * time.Minute)
+			if started == "by us (early)" {
+				e.rec.Config.MaintenanceMode = remediate.MaintenanceEarly
+				window = noticeOn(t, e, name("slice-mig-w0"), true)
+			} else if _, err := e.fake.ScheduleMaintenance(name("slice-mig-w0"), computefake.Maintenance{WindowStart: window, WindowEnd: window.Add(4 * time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			prepared(t, e, mig)
+			if started == "by us (early)" {
+				for _, w := range []string{"w0", "w1", "w2", "w3"} {
+					checkpoint(t, e, name("slice-mig-"+w), window)
+				}
+				if got := e.sweep(mig); got != remediate.ActionMaintain {
+					t.Fatalf("every checkpoint reported: %s, want maintain", got)
+				}
+			}
+			delivered := 0
+			deliverNew := func() { // the system events, as the sink brings them
+				entries := e.fake.AuditEntries()
+				for _, en := range entries[delivered:] {
+					if en.ProtoPayload.AuthenticationInfo.PrincipalEmail == computefake.SystemPrincipal {
+						e.deliver(en)
+					}
+				}
+				delivered = len(entries)
+			}
+			var down bool
+			for range 3 * 12 { // 3 hours, a look every 5 minutes
+				e.clock.add(5 * time.Minute)
+				deliverNew()
+				if in, _ := e.fake.Instance(name("slice-mig-w2")); in.Status == "TERMINATED" {
+					down = true
+				}
+				if got := e.sweep(mig); got == "recreateInstances" {
+					t.Fatalf("at +%s, in the maintenance: recreateInstances (%s)", e.clock.now().Sub(epoch), lastReason(e, mig))
+				}
+			}
+			if !down {
+				t.Fatal("the maintenance never stopped the slice: the test tests nothing")
+			}
+			for range 12 { // the maintenance ends; the MIG repairs what stayed down
+				e.clock.add(5 * time.Minute)
+				deliverNew()
+				e.sweep(mig)
+			}
+			if n := e.calls("instanceGroupManagers.recreateInstances"); n != 0 {
+				t.Errorf("%d recreateInstances for a slice in maintenance, want 0", n)
+			}
+			for _, w := range []string{"w0", "w1", "w2", "w3"} {
+				if in, ok := e.fake.Instance(name("slice-mig-" + w)); !ok || in.Status != "RUNNING" {
+					t.Errorf("slice-mig-%s after the maintenance: %v %s", w, ok, in.Status)
+				}
+			}
+		})
+	}
+}

@@ -149,3 +149,69 @@ func TestAStartWhoseAnswerIsLostButTakesEffectIsNotSentAgain(t *testing.T) {
 		t.Errorf("after the start took effect: %s", in.Status)
 	}
 }
+
+// TestAMIGVMsHostErrorIsKeptWhenItsReadAnswersNotFound: the MIG's VM reads
+// NOT FOUND once (a lagging or faulty read; a MIG's VM has no saved spec),
+// just as its host error is delivered: the entry is kept as evidence, not
+// dropped as "not ours", so the MIG, stuck, is asked to recreate the VM
+// past the stuck grace (computevm's chaos seed 1 without the keep).
+func TestAMIGVMsHostErrorIsKeptWhenItsReadAnswersNotFound(t *testing.T) {
+	e := newEnv(t)
+	mig := computefake.MIGName(project, zone, "serve-mig")
+	if err := e.fake.SetMIGStuck(mig, true); err != nil {
+		t.Fatal(err)
+	}
+	vm := name("serve-mig-a1b2")
+	entry, err := e.fake.HostError(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Fail(computefake.FailRule{Method: "instances.get", Resource: vm, Code: 404, Times: 1})
+	if got := e.deliver(entry); got != remediate.ActionRecord {
+		t.Fatalf("host error read NOT FOUND: %s, want record", got)
+	}
+	e.clock.add(31 * time.Minute)
+	if got := e.sweep(vm); got != "recreateInstances" {
+		t.Errorf("past the stuck grace: %s (%s), want recreateInstances", got, e.lastRecord(vm).Reason)
+	}
+}
+
+// TestAMIGVMStoppedWithNoEntryIsNeverRecreated: a person stops a VM of a
+// stuck MIG after an old host error was recovered, and their audit entry
+// never comes; past the stuck grace, and long after, nothing is sent: no
+// system event is newer than the VM's last stop.
+func TestAMIGVMStoppedWithNoEntryIsNeverRecreated(t *testing.T) {
+	e := newEnv(t)
+	mig := computefake.MIGName(project, zone, "slice-mig")
+	vm := name("slice-mig-w1")
+	old, err := e.fake.HostError(vm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.deliver(old)
+	for range 12 { // the MIG repairs the slice
+		e.clock.add(5 * time.Minute)
+		e.sweep(mig)
+	}
+	if in, _ := e.fake.Instance(vm); in.Status != "RUNNING" {
+		t.Fatalf("after the MIG's repair: %s", in.Status)
+	}
+	if err := e.fake.SetMIGStuck(mig, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.fake.PersonStop(vm, "bob@acme.example"); err != nil { // entries never delivered
+		t.Fatal(err)
+	}
+	for range 12 {
+		e.clock.add(10 * time.Minute)
+		if got := e.sweep(mig); vmpolicy.Action(got).Mutates() {
+			t.Errorf("at %s after a stop with no entry: %s (%s)", e.clock.now().Sub(epoch), got, e.lastRecord(mig).Reason)
+		}
+	}
+	if got := e.calls("instanceGroupManagers.recreateInstances"); got != 0 {
+		t.Errorf("%d recreateInstances, want 0", got)
+	}
+	if in, _ := e.fake.Instance(vm); in.Status != "TERMINATED" {
+		t.Errorf("the VM Bob stopped is %s", in.Status)
+	}
+}

@@ -177,12 +177,15 @@ type sliceDoc struct {
 	Maintained []maintainedDoc `firestore:"maintained"`
 	// CheckpointLate: SliceState.CheckpointLate.
 	CheckpointLate string `firestore:"checkpointLate"`
+	// MaintenanceUntil: SliceState.MaintenanceUntil.
+	MaintenanceUntil time.Time `firestore:"maintenanceUntil"`
 }
 
 type maintainedDoc struct {
 	Instance  string    `firestore:"instance"`
 	ID        int64     `firestore:"id"`
 	Window    string    `firestore:"window"`
+	WindowEnd string    `firestore:"windowEnd"`
 	At        time.Time `firestore:"at"`
 	Operation string    `firestore:"operation"`
 }
@@ -219,7 +222,7 @@ func (f *Firestore) Slice(ctx context.Context, key string) (SliceState, error) {
 
 // state is the slice's state the document holds.
 func (d sliceDoc) state() SliceState {
-	st := SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations, CheckpointLate: d.CheckpointLate}
+	st := SliceState{Since: d.Since, Incident: vmpolicy.Incident{Action: vmpolicy.Action(d.Action), At: d.At}, Operations: d.Operations, CheckpointLate: d.CheckpointLate, MaintenanceUntil: d.MaintenanceUntil}
 	for _, u := range d.Unknown {
 		st.Unknown = append(st.Unknown, UnknownCall{Instance: u.Instance, Action: vmpolicy.Action(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
 	}
@@ -228,14 +231,14 @@ func (d sliceDoc) state() SliceState {
 		st.Faulty = append(st.Faulty, FaultyReport{Instance: f.Instance, At: f.At, Operation: f.Operation})
 	}
 	for _, m := range d.Maintained {
-		st.Maintained = append(st.Maintained, MaintenanceSent{Instance: m.Instance, ID: uint64(m.ID), Window: m.Window, At: m.At, Operation: m.Operation})
+		st.Maintained = append(st.Maintained, MaintenanceSent{Instance: m.Instance, ID: uint64(m.ID), Window: m.Window, WindowEnd: m.WindowEnd, At: m.At, Operation: m.Operation})
 	}
 	return st
 }
 
 // SetSlice implements Store.
 func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) error {
-	d := sliceDoc{Key: key, Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations, CheckpointLate: st.CheckpointLate}
+	d := sliceDoc{Key: key, Since: st.Since, Action: string(st.Incident.Action), At: st.Incident.At, Operations: st.Operations, CheckpointLate: st.CheckpointLate, MaintenanceUntil: st.MaintenanceUntil}
 	for _, u := range st.Unknown {
 		d.Unknown = append(d.Unknown, unknownDoc{Instance: u.Instance, Action: string(u.Action), RequestID: u.RequestID, At: u.At, Reads: u.Reads})
 	}
@@ -245,7 +248,7 @@ func (f *Firestore) SetSlice(ctx context.Context, key string, st SliceState) err
 	}
 	for _, m := range st.Maintained {
 		// Firestore integers are signed 64-bit: the id's bits are kept as they are.
-		d.Maintained = append(d.Maintained, maintainedDoc{Instance: m.Instance, ID: int64(m.ID), Window: m.Window, At: m.At, Operation: m.Operation})
+		d.Maintained = append(d.Maintained, maintainedDoc{Instance: m.Instance, ID: int64(m.ID), Window: m.Window, WindowEnd: m.WindowEnd, At: m.At, Operation: m.Operation})
 	}
 	_, err := f.col(CollectionSlices).Doc(docID(key)).Set(ctx, d) // rest: firestore.projects.databases.documents.commit
 	return err

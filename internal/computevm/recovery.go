@@ -211,16 +211,21 @@ func (r *Recovery) HandleEvent(ctx context.Context, ev events.Event) ([]remediat
 	spec := saved.Spec
 	if in == nil && spec == nil {
 		// Gone, and no spec saved: not ours, or a MIG's VM (a MIG's VMs
-		// have no saved spec), which a person may have deleted. A
-		// person's delete is kept as evidence (one write per delete of a
-		// VM that is gone): without it, the MIG's slice would be taken
-		// for broken by the platform and recreated whole, undoing the
-		// delete. Not remembered as not ours: the MIG may make it again.
-		if e, ok := evidenceOf(ev); ok && e.Kind == vmpolicy.EvidencePerson && strings.HasSuffix(e.Method, ".delete") {
+		// have no saved spec), which reads NOT FOUND while its MIG makes
+		// it again under the name, on a lagging or faulty read, or after
+		// a person deleted it. Kept as evidence, not dropped as "not
+		// ours", and not remembered as such:
+		//   - a system event: what the MIG row needs to act on (without
+		//     it, a MIG's VM whose read lied is never recovered: chaos
+		//     seed 1); a few a day per 1,000 VMs;
+		//   - a person's delete (one write per delete of a VM that is
+		//     gone): without it, the MIG's slice would be taken for broken
+		//     by the platform and recreated whole, undoing the delete.
+		if e, ok := evidenceOf(ev); ok && (e.Kind == vmpolicy.EvidenceSystem || e.Kind == vmpolicy.EvidencePerson && strings.HasSuffix(e.Method, ".delete")) {
 			if err := r.Store.AddEvidence(ctx, e); err != nil {
 				return nil, fmt.Errorf("keep evidence of %s: %w", ev.InsertID, err)
 			}
-			return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "NOT FOUND and no spec saved: the delete is kept as evidence (it may be a MIG's VM)", nil)}, nil
+			return []remediate.Record{r.build(start, &ev, ref.String(), nil, remediate.ActionRecord, "NOT FOUND and no spec saved: the entry is kept as evidence for the sweep (it may be a MIG's VM)", nil)}, nil
 		}
 	}
 	if in == nil && spec == nil || in != nil && (!IsTPU(in) || !OptedIn(in)) {
@@ -475,6 +480,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		mode := r.maintenanceMode(m.in)
 		o.NoPrepare, o.Early = mode == remediate.MaintenanceOff, mode == remediate.MaintenanceEarly
 		o.Maintained = state.maintained(m.ref.String(), o.ID)
+		o.MaintainedUntil = state.maintainedUntil(m.ref.String(), o.ID)
 		o.FaultyReported = state.faultyReported(m.ref.String())
 		if m.in == nil && m.mig != "" {
 			o.MIG, o.OptedIn = m.mig, migOptedIn
@@ -500,7 +506,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	if err != nil {
 		return remediate.Record{}, err
 	}
-	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, CheckpointLate: state.CheckpointLate, Now: now}, r.Policy)
+	dec := vmpolicy.Decide(vmpolicy.Input{Slice: observed, Evidence: evidence, Incident: state.Incident, Since: state.Since, CheckpointLate: state.CheckpointLate, MaintenanceUntil: state.MaintenanceUntil, Now: now}, r.Policy)
 	if held, ok := migHeld(members); ok {
 		dec = held
 	}
@@ -515,13 +521,18 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 		healthy = healthy && o.Found && o.Status == vmpolicy.StatusRunning
 	}
 	switch {
-	case healthy && !state.Since.IsZero():
-		state.Since = time.Time{}
+	case healthy && (!state.Since.IsZero() || !state.MaintenanceUntil.IsZero()):
+		state.Since, state.MaintenanceUntil = time.Time{}, time.Time{}
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
 			return remediate.Record{}, err
 		}
-	case !healthy && state.Since.IsZero():
-		state.Since = now
+	case !healthy && (state.Since.IsZero() || dec.MaintenanceUntil.After(state.MaintenanceUntil)):
+		if state.Since.IsZero() {
+			state.Since = now
+		}
+		if dec.MaintenanceUntil.After(state.MaintenanceUntil) {
+			state.MaintenanceUntil = dec.MaintenanceUntil // kept while the slice is broken (vmpolicy)
+		}
 		if err := r.Store.SetSlice(ctx, key, state); err != nil {
 			return remediate.Record{}, err
 		}

@@ -97,9 +97,13 @@ func Observe(ref Ref, in, spec *compute.Instance) vmpolicy.Instance {
 		o.AutomaticRestart = *in.Scheduling.AutomaticRestart
 	}
 	o.ReservationBound = in.Scheduling != nil && in.Scheduling.ProvisioningModel == "RESERVATION_BOUND"
-	if rs := in.ResourceStatus; rs != nil && rs.UpcomingMaintenance != nil && rs.UpcomingMaintenance.MaintenanceStatus == "PENDING" {
-		o.Maintenance = rs.UpcomingMaintenance.WindowStartTime
-		o.CanReschedule = rs.UpcomingMaintenance.CanReschedule
+	ws, we := "", ""
+	if rs := in.ResourceStatus; rs != nil && rs.UpcomingMaintenance != nil {
+		ws, we = rs.UpcomingMaintenance.WindowStartTime, rs.UpcomingMaintenance.WindowEndTime
+		if rs.UpcomingMaintenance.MaintenanceStatus == "PENDING" {
+			o.Maintenance = ws
+			o.CanReschedule = rs.UpcomingMaintenance.CanReschedule
+		}
 	}
 	var sent remediate.MaintenanceNotice
 	if v := metadataValue(in, remediate.NoticeMetadataKey); v != "" && json.Unmarshal([]byte(v), &sent) == nil && !sent.SentAt.IsZero() {
@@ -107,7 +111,15 @@ func Observe(ref Ref, in, spec *compute.Instance) vmpolicy.Instance {
 		// timeout could not run from it, so it counts as not delivered
 		// (prepare writes ours over it).
 		o.Notified, o.NoticeSent = sent.Notice, sent.SentAt
+		if ws == "" { // the maintenance is over: its notice is gone, ours stays
+			ws, we = sent.WindowStart, sent.WindowEnd
+		}
 	}
+	// The window of its notice, PENDING or ONGOING, else of the notice
+	// prepare wrote: a terminateOnHostMaintenance inside it is that
+	// maintenance, not a stuck VM, until its end (vmpolicy).
+	o.WindowStart, _ = time.Parse(time.RFC3339Nano, ws)
+	o.WindowEnd, _ = time.Parse(time.RFC3339Nano, we)
 	return o
 }
 

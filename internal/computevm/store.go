@@ -79,6 +79,11 @@ type SliceState struct {
 	// Decision.CheckpointLate): never started early, its guests no longer
 	// read. "" for none.
 	CheckpointLate string
+	// MaintenanceUntil is the end of the maintenance window a look found
+	// the broken slice in (vmpolicy's Decision.MaintenanceUntil): not
+	// stuck before it plus the stuck grace. Zero again once the slice is
+	// healthy.
+	MaintenanceUntil time.Time
 }
 
 // MaintenanceSent is one instances.performMaintenance sent, or whose
@@ -87,6 +92,7 @@ type MaintenanceSent struct {
 	Instance  string // projects/P/zones/Z/instances/I
 	ID        uint64 // the instance id it was sent to
 	Window    string // the notice's windowStartTime
+	WindowEnd string // its windowEndTime: not stuck until then plus the stuck grace (vmpolicy)
 	At        time.Time
 	Operation string
 }
@@ -100,6 +106,18 @@ func (s SliceState) maintained(instance string, id uint64) string {
 		}
 	}
 	return ""
+}
+
+// maintainedUntil is the window end of the maintenance performMaintenance
+// was sent for to the instance with that id (zero: none, or unreadable).
+func (s SliceState) maintainedUntil(instance string, id uint64) time.Time {
+	for _, m := range s.Maintained {
+		if m.Instance == instance && m.ID == id {
+			t, _ := time.Parse(time.RFC3339Nano, m.WindowEnd)
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // FaultyReport is one instances.reportHostAsFaulty sent.

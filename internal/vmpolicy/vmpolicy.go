@@ -122,6 +122,16 @@ type Instance struct {
 	CanReschedule bool
 	Checkpoint    string
 	Maintained    string
+	// MaintainedUntil is the window end of that maintenance (zero: none
+	// sent): the maintenance this project started may hold the instance
+	// down until then. WindowStart and WindowEnd are the window of its
+	// latest maintenance notice known (PENDING or ONGOING on the
+	// instance, else the one its autoheal-maintenance metadata holds;
+	// zero: none): a terminateOnHostMaintenance inside it is that
+	// maintenance. Either way the instance does not count as stuck until
+	// the window's end plus StuckGrace.
+	MaintainedUntil        time.Time
+	WindowStart, WindowEnd time.Time
 	// ReservationBound is scheduling.provisioningModel RESERVATION_BOUND:
 	// only such a VM's host can be reported faulty.
 	ReservationBound bool
@@ -252,7 +262,13 @@ type Input struct {
 	// concluded not reported in time in this slice (a Decision's
 	// CheckpointLate, kept), "" for none: it is never started early.
 	CheckpointLate string
-	Now            time.Time
+	// MaintenanceUntil is the end of a maintenance window a look found
+	// the broken slice in (a Decision's MaintenanceUntil, kept until the
+	// slice is healthy again), zero for none: a VM the MIG makes again
+	// during or after the maintenance no longer holds the notice, and
+	// the slice still does not count as stuck before it plus StuckGrace.
+	MaintenanceUntil time.Time
+	Now              time.Time
 }
 
 // Decision is Decide's answer.
@@ -266,6 +282,10 @@ type Decision struct {
 	// keeps it (Input.CheckpointLate) so that no later look starts that
 	// maintenance early, whatever the guests report after.
 	CheckpointLate string
+	// MaintenanceUntil is set by a look that finds a broken instance in a
+	// maintenance window ending after Input.MaintenanceUntil: the caller
+	// keeps it (Input.MaintenanceUntil) while the slice is broken.
+	MaintenanceUntil time.Time
 }
 
 // Decide applies the instance decision table to a slice. Rows, in order:
@@ -281,10 +301,17 @@ type Decision struct {
 //     system event about it or than its last start (vanished: than when
 //     it was last seen running), or SUSPENDED → held;
 //   - any instance in progress (PROVISIONING … DEPROVISIONING) → defer,
-//     until the stuck grace (then record: nothing of ours to do);
+//     until the stuck grace (then record: nothing of ours to do); an
+//     instance in a maintenance window (one this project started, or a
+//     terminateOnHostMaintenance inside its notice's window) makes the
+//     stuck grace run from the window's end, here and in the MIG row;
 //   - MIG-owned: record while the MIG repairs (within the stuck grace of
 //     the incident), then recreateInstances of the slice's broken
-//     instances (all of a multi-host slice), once per incident;
+//     instances (all of a multi-host slice), once per incident, only when
+//     every broken instance has a system event dated at or after its
+//     lastStopTimestamp (vanished: when it was last seen running), less
+//     EventSlack (its own: in a multi-host slice, an event about another
+//     instance explains nothing about this one); else record;
 //   - TERMINATED with a system event dated at or after its lastStopTimestamp
 //     (less EventSlack): defer within RestartGrace when automaticRestart is
 //     on, then start once per incident; TERMINATED otherwise (guest
@@ -349,10 +376,36 @@ func Decide(in Input, cfg Config) Decision {
 	if since.IsZero() {
 		since = in.Now
 	}
+	// stuck is when the slice counts as stuck: the stuck grace after the
+	// incident's start, or after the end of a maintenance window one of
+	// its broken instances is in (a maintenance holds a slice down for as
+	// long as it takes; a multi-host slice stays down whole).
+	stuck, inMaintenance, until := since.Add(cfg.StuckGrace), "", time.Time{}
+	if end := in.MaintenanceUntil; !end.IsZero() && end.Add(cfg.StuckGrace).After(stuck) {
+		stuck, inMaintenance = end.Add(cfg.StuckGrace), fmt.Sprintf(" (in a maintenance window until %s)", end.Format(time.RFC3339))
+	}
+	for _, i := range broken {
+		end := maintenanceEnd(i, in.Evidence, cfg.EventSlack)
+		if end.After(in.MaintenanceUntil) && end.After(until) {
+			until = end
+		}
+		if !end.IsZero() && end.Add(cfg.StuckGrace).After(stuck) {
+			stuck, inMaintenance = end.Add(cfg.StuckGrace), fmt.Sprintf(" (%s is in a maintenance window until %s)", i.Name, end.Format(time.RFC3339))
+		}
+	}
+	d := decideBroken(in, cfg, broken, since, stuck, inMaintenance)
+	d.MaintenanceUntil = until
+	return d
+}
+
+// decideBroken is Decide's rows about a slice with broken instances, no
+// person's act holding it: since is when its incident started, stuck when
+// it counts as stuck.
+func decideBroken(in Input, cfg Config, broken []Instance, since, stuck time.Time, inMaintenance string) Decision {
 	for _, i := range broken {
 		if i.Found && slices.Contains(inProgress, i.Status) {
-			if in.Now.Sub(since) < cfg.StuckGrace {
-				return Decision{Action: ActionDefer, Reason: fmt.Sprintf("%s is %s: in progress", i.Name, i.Status), Due: since.Add(cfg.StuckGrace)}
+			if in.Now.Before(stuck) {
+				return Decision{Action: ActionDefer, Reason: fmt.Sprintf("%s is %s: in progress%s", i.Name, i.Status, inMaintenance), Due: stuck}
 			}
 			if i.MIG == "" {
 				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("%s is still %s after the stuck grace: nothing to call on an instance in progress", i.Name, i.Status)}
@@ -360,11 +413,16 @@ func Decide(in Input, cfg Config) Decision {
 		}
 	}
 	if mig := broken[0].MIG; mig != "" {
-		if in.Now.Sub(since) < cfg.StuckGrace {
-			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("owned by %s: the MIG repairs it (watched until %s)", mig, since.Add(cfg.StuckGrace).Format(time.RFC3339)), Due: since.Add(cfg.StuckGrace)}
+		if in.Now.Before(stuck) {
+			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("owned by %s: the MIG repairs it (watched until %s)%s", mig, stuck.Format(time.RFC3339), inMaintenance), Due: stuck}
 		}
 		if in.Incident.Action == ActionRecreateInstances && !in.Incident.At.Before(since) {
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("recreateInstances already sent to %s for this incident at %s", mig, in.Incident.At.Format(time.RFC3339))}
+		}
+		for _, i := range broken {
+			if why := unexplained(i, in.Evidence, cfg.EventSlack); why != "" {
+				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("not RUNNING %v after the stuck grace, but %s: not recreated (a stop we have no entry of is never undone)", in.Now.Sub(since), why)}
+			}
 		}
 		targets := names(broken)
 		if len(in.Slice) > 1 {
@@ -564,6 +622,56 @@ func reportFaulty(in Input, fh FaultyHosts) (Decision, bool) {
 		return Decision{}, false
 	}
 	return Decision{Action: ActionReportFaulty, Reason: fmt.Sprintf("%d host errors within %s (AUTOHEAL_REPORT_FAULTY_HOSTS %d/%s): the host is reported faulty", n, fh.Window, fh.Count, fh.Window), Targets: targets}, true
+}
+
+// unexplained says why no system event explains that the MIG-owned
+// instance i is broken, "" when one does. A system event explains it when
+// it is about i and dated at or after its lastStopTimestamp (vanished: when
+// it was last seen running, else its last start), less slack: a stop after
+// the last system event is a stop we have no entry of (a person's whose
+// audit entry never came, a guest shutdown), and recreating the instance
+// would undo it. Every broken instance of a multi-host slice needs its
+// own: an event about another instance explains nothing about this one
+// (vmswarm seed 181: a person's stop with no entry ended in the same
+// second as another VM's host error; no timestamp tells them apart).
+func unexplained(i Instance, ev []Evidence, slack time.Duration) string {
+	from, what := i.LastStop, "its last stop"
+	if !i.Found {
+		from, what = i.Seen, "when it was last seen running"
+		if from.IsZero() {
+			from, what = i.LastStart, "its last start"
+		}
+	}
+	if sys := latest(ev, i.Name, EvidenceSystem); !sys.IsZero() && !sys.Before(from.Add(-slack)) {
+		return ""
+	}
+	if from.IsZero() {
+		return fmt.Sprintf("no system event (host error, preemption, terminate on host maintenance) about %s", i.Name)
+	}
+	return fmt.Sprintf("no system event (host error, preemption, terminate on host maintenance) about %s since %s (%s)", i.Name, what, from.Format(time.RFC3339))
+}
+
+// MethodTerminateOnHostMaintenance is the system event of a VM the
+// maintenance stopped.
+const MethodTerminateOnHostMaintenance = "compute.instances.terminateOnHostMaintenance"
+
+// maintenanceEnd is the end of the maintenance window that explains the
+// broken instance i, zero when none does: the window of a maintenance this
+// project started on it (MaintainedUntil), or of its notice when a
+// terminateOnHostMaintenance about it is dated inside that window (less
+// slack at its start).
+func maintenanceEnd(i Instance, ev []Evidence, slack time.Duration) time.Time {
+	end := i.MaintainedUntil
+	if i.WindowEnd.IsZero() || !i.WindowEnd.After(end) {
+		return end
+	}
+	for _, e := range ev {
+		if e.Instance == i.Name && e.Kind == EvidenceSystem && e.Method == MethodTerminateOnHostMaintenance &&
+			!e.Time.Before(i.WindowStart.Add(-slack)) && !e.Time.After(i.WindowEnd) {
+			return i.WindowEnd
+		}
+	}
+	return end
 }
 
 // latest is the time of the newest evidence of kind about instance.

@@ -133,8 +133,29 @@ func TestDecide(t *testing.T) {
 			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Minute)}, vmpolicy.ActionDefer, nil},
 		{"MIG instance not running after the stuck grace is recreated by the MIG",
 			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(31 * time.Minute)}, vmpolicy.ActionRecreateInstances, []string{vmA}},
-		{"MIG instance stuck provisioning past the grace is recreated by the MIG",
-			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING", inMIG)}, Since: t0, Now: at(31 * time.Minute)}, vmpolicy.ActionRecreateInstances, []string{vmA}},
+		{"MIG instance stuck provisioning past the grace after a host error is recreated by the MIG",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Since: t0, Now: at(31 * time.Minute)}, vmpolicy.ActionRecreateInstances, []string{vmA}},
+		{"MIG instance stuck provisioning with no system event is recorded, not recreated",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING", inMIG)}, Since: t0, Now: at(31 * time.Minute)}, vmpolicy.ActionRecord, nil},
+		{"MIG instance terminated with no system event (a stop with no audit entry) is recorded, never recreated",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Since: t0, Now: at(2 * time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"MIG instance stopped after its last system event (a stop with no audit entry) is recorded, never recreated",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, stoppedAt(20*time.Minute))}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Since: at(20 * time.Minute), Now: at(2 * time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"MIG instance stopped within the slack of its system event is recreated",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, stoppedAt(time.Minute))}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Hour)}, vmpolicy.ActionRecreateInstances, []string{vmA}},
+		{"MIG slice: VMs each stopped by their own system event are recreated whole",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG), vm(vmB, "TERMINATED", inMIG, stoppedAt(30*time.Second))}, Evidence: []vmpolicy.Evidence{sys(vmA, 0), sys(vmB, 30*time.Second)}, Now: at(time.Hour)},
+			vmpolicy.ActionRecreateInstances, []string{vmA, vmB}},
+		{"MIG slice: a VM stopped in the same second as another VM's host error, with no event of its own, keeps the slice at record",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG), vm(vmB, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Hour)},
+			vmpolicy.ActionRecord, nil},
+		{"MIG slice: a VM stopped long after another VM's host error (no audit entry) keeps the slice at record",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG), vm(vmB, "TERMINATED", inMIG, stoppedAt(20*time.Minute))}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(time.Hour)},
+			vmpolicy.ActionRecord, nil},
+		{"vanished MIG instance with a system event only from before it was last seen running is recorded",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(func() vmpolicy.Instance { i := gone(vmA); inMIG(&i); return i }(), 10*time.Minute)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Since: at(10 * time.Minute), Now: at(2 * time.Hour)}, vmpolicy.ActionRecord, nil},
+		{"vanished MIG instance with a system event after it was last seen running is recreated",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{seenAt(func() vmpolicy.Instance { i := gone(vmA); inMIG(&i); return i }(), 10*time.Minute)}, Evidence: []vmpolicy.Evidence{sys(vmA, 11*time.Minute)}, Now: at(2 * time.Hour)}, vmpolicy.ActionRecreateInstances, []string{vmA}},
 		{"MIG recreateInstances is sent once per incident",
 			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)},
 				Incident: vmpolicy.Incident{Action: vmpolicy.ActionRecreateInstances, At: at(31 * time.Minute)}, Now: at(40 * time.Minute)}, vmpolicy.ActionRecord, nil},
@@ -168,6 +189,63 @@ func TestDecide(t *testing.T) {
 			}
 			if got.Action.Mutates() != (len(got.Targets) > 0) {
 				t.Errorf("%s with targets %v", got.Action, got.Targets)
+			}
+		})
+	}
+}
+
+// TestAMaintenanceIsNotStuckBeforeItsWindowEnds: a slice held down by a
+// maintenance (one this project started, or a terminateOnHostMaintenance
+// inside its notice's window) counts as stuck only after the window's end
+// plus the stuck grace; the window found is handed back to be kept.
+func TestAMaintenanceIsNotStuckBeforeItsWindowEnds(t *testing.T) {
+	cfg := vmpolicy.DefaultConfig() // stuck grace 30m, slack 2m
+	window := func(i *vmpolicy.Instance) { i.WindowStart, i.WindowEnd = t0, at(4*time.Hour) }
+	maintained := func(i *vmpolicy.Instance) { i.MaintainedUntil = at(3 * time.Hour) }
+	terminate := func(d time.Duration) vmpolicy.Evidence {
+		e := sys(vmA, d)
+		e.Method = vmpolicy.MethodTerminateOnHostMaintenance
+		return e
+	}
+	tests := []struct {
+		name   string
+		in     vmpolicy.Input
+		action vmpolicy.Action
+		until  time.Time
+	}{
+		{"terminated by the maintenance inside its window: watched until the window's end",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, window), vm(vmB, "TERMINATED", inMIG, window)}, Evidence: []vmpolicy.Evidence{terminate(0)}, Now: at(time.Hour)},
+			vmpolicy.ActionRecord, at(4 * time.Hour)},
+		{"terminated by the maintenance: stuck after the window's end plus the stuck grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, window)}, Evidence: []vmpolicy.Evidence{terminate(0)}, Now: at(4*time.Hour + 31*time.Minute)},
+			vmpolicy.ActionRecreateInstances, at(4 * time.Hour)},
+		{"a terminate on host maintenance outside the notice's window is stuck after the grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, window, stoppedAt(-time.Hour))}, Evidence: []vmpolicy.Evidence{terminate(-time.Hour)}, Now: at(-29 * time.Minute)},
+			vmpolicy.ActionRecreateInstances, time.Time{}},
+		{"a host error inside the notice's window is stuck after the grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, window)}, Evidence: []vmpolicy.Evidence{sys(vmA, 0)}, Now: at(31 * time.Minute)},
+			vmpolicy.ActionRecreateInstances, time.Time{}},
+		{"the maintenance we started holds the slice until its window's end",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG, maintained)}, Evidence: []vmpolicy.Evidence{terminate(0)}, Now: at(time.Hour)},
+			vmpolicy.ActionRecord, at(3 * time.Hour)},
+		{"the maintenance we started: in progress is deferred until its window's end plus the grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "PROVISIONING", inMIG, maintained)}, Evidence: []vmpolicy.Evidence{terminate(0)}, Now: at(3*time.Hour + 29*time.Minute)},
+			vmpolicy.ActionDefer, at(3 * time.Hour)},
+		{"a window kept from an earlier look holds a VM the MIG made again (no notice on it)",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{terminate(0)}, MaintenanceUntil: at(4 * time.Hour), Now: at(2 * time.Hour)},
+			vmpolicy.ActionRecord, time.Time{}},
+		{"a window kept from an earlier look: stuck after it plus the grace",
+			vmpolicy.Input{Slice: []vmpolicy.Instance{vm(vmA, "TERMINATED", inMIG)}, Evidence: []vmpolicy.Evidence{terminate(0)}, MaintenanceUntil: at(4 * time.Hour), Now: at(4*time.Hour + 31*time.Minute)},
+			vmpolicy.ActionRecreateInstances, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := vmpolicy.Decide(tt.in, cfg)
+			if got.Action != tt.action {
+				t.Errorf("action = %s (%s), want %s", got.Action, got.Reason, tt.action)
+			}
+			if !got.MaintenanceUntil.Equal(tt.until) {
+				t.Errorf("MaintenanceUntil = %v, want %v", got.MaintenanceUntil, tt.until)
 			}
 		})
 	}

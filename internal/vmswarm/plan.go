@@ -158,16 +158,14 @@ var AllKinds = []Kind{CrashAfter, PageSkip, SliceDelete, Unaudited}
 // of it and recreateInstances naming part of it, which the MIG carried out
 // on the whole slice, undoing the person's stop or delete), and since an
 // entry's evidence is kept when its read fails transiently (seed 315 of
-// the three: every delivery of a preemption failed to read the VM). Off:
-//   - Unaudited (seeds 12, 68, 181, 297, 479, 528 of -kinds all): a person stops or deletes a VM of a
-//     MIG whose MIG is stuck and the stop's entry never comes; past the
-//     stuck grace the engine sends recreateInstances, undoing the stop —
-//     vmpolicy's MIG row does not ask for a system event as the
-//     standalone rows do. Asking for one there leaves a MIG VM whose
-//     host-error entry was dropped (an injected 404 on its read drops the
-//     evidence as "not ours") unrecovered (computevm's chaos seed 1): a
-//     choice for the policy, not made here.
-var Enabled = []Kind{CrashAfter, PageSkip, SliceDelete}
+// the three: every delivery of a preemption failed to read the VM).
+// Unaudited is on since vmpolicy's MIG row asks every broken VM for a
+// system event of its own newer than its last stop, and computevm keeps a
+// system event whose VM reads NOT FOUND with no saved spec (seeds 12, 68,
+// 181, 297, 479, 528 of -kinds all: a person stops or deletes a VM of a
+// stuck MIG, the entry never comes, and past the stuck grace
+// recreateInstances undid it).
+var Enabled = []Kind{CrashAfter, PageSkip, SliceDelete, Unaudited}
 
 // ParseKinds reads a comma-separated list of kinds; "all" is AllKinds,
 // "default" Enabled.
