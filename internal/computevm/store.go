@@ -108,13 +108,26 @@ func (s SliceState) maintained(instance string, id uint64) string {
 	return ""
 }
 
-// maintainedUntil is the window end of the maintenance performMaintenance
-// was sent for to the instance with that id (zero: none, or unreadable).
+// maintainedUntil is when the maintenance performMaintenance was sent for
+// to the instance with that id may hold it down until (zero: none, or
+// unreadable). Started early, the maintenance runs from the send, not from
+// the window's start: it is bounded by the send plus the window's length,
+// so a notice a week ahead started today does not exempt a VM that stays
+// down for the week; never past the window's end.
 func (s SliceState) maintainedUntil(instance string, id uint64) time.Time {
 	for _, m := range s.Maintained {
 		if m.Instance == instance && m.ID == id {
-			t, _ := time.Parse(time.RFC3339Nano, m.WindowEnd)
-			return t
+			end, err := time.Parse(time.RFC3339Nano, m.WindowEnd)
+			if err != nil {
+				return time.Time{}
+			}
+			start, err := time.Parse(time.RFC3339Nano, m.Window)
+			if err == nil && !m.At.IsZero() && end.After(start) {
+				if bound := m.At.Add(end.Sub(start)); bound.Before(end) {
+					return bound
+				}
+			}
+			return end
 		}
 	}
 	return time.Time{}
