@@ -654,7 +654,7 @@ func (r *Recovery) reconcile(ctx context.Context, start time.Time, ev *events.Ev
 	// which finds them in effect or concludes them lost and reopens the
 	// incident (unknown.go), never an incident marked sent whose call was
 	// never made.
-	intent := intentOf(dec, incident, now)
+	intent := intentOf(dec, key, incident, now)
 	state.Unknown = append(state.Unknown, intent...)
 	if err := r.Store.SetSlice(ctx, key, state); err != nil {
 		return remediate.Record{}, fmt.Errorf("save incident of %s: %w", key, err)
@@ -895,7 +895,7 @@ func (r *Recovery) act(ctx context.Context, dec vmpolicy.Decision, key string, m
 			mig = MIGOf(orSpec(members[0].in, members[0].spec), members[0].ref.Project)
 		}
 		project, zone := zoneOfKey(mig)
-		id := RequestID(key + "|recreateInstances|" + incident)
+		id := recreateInstancesID(key, incident)
 		call("recreateInstances", mig, id, project, zone, func() (string, error) {
 			return r.Compute.RecreateInstances(ctx, mig, dec.Targets, id)
 		})

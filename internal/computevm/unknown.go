@@ -63,6 +63,15 @@ func inEffect(c UnknownCall, m member) bool {
 		// Only a read that found it: a listing that missed the
 		// instance, or a lagged NOT FOUND, says nothing of the start.
 		return m.in != nil && m.in.Status != vmpolicy.StatusTerminated
+	case vmpolicy.ActionRecreateInstances:
+		// The MIG is at it (deleting or making it again), or it was made
+		// again since the call, or it runs: in effect. Still down as made
+		// before the call, with the MIG doing nothing with it: not (yet).
+		if m.in == nil || m.in.Status == vmpolicy.StatusRunning || (m.action != "" && m.action != "NONE") {
+			return true
+		}
+		made, err := time.Parse(time.RFC3339Nano, m.in.CreationTimestamp)
+		return err == nil && !made.Before(c.At.Add(-time.Minute))
 	}
 	return true
 }
@@ -127,15 +136,32 @@ func waitingReason(dec vmpolicy.Decision, waiting []UnknownCall) string {
 
 // intentOf is the starts or inserts dec is about to send, as sent with
 // their outcome unknown (saved with the incident before the calls).
-func intentOf(dec vmpolicy.Decision, incident string, now time.Time) []UnknownCall {
-	if dec.Action != vmpolicy.ActionStart && dec.Action != vmpolicy.ActionRecreate {
-		return nil
-	}
+//
+// A MIG's recreateInstances is one call for the slice: it is saved as one
+// unknown call per target, each with the call's request id, so a process
+// that dies before the call leaves the slice's instances to be found not
+// recreated, and the incident reopened, never a slice held down for good
+// by an incident whose call was never made.
+func intentOf(dec vmpolicy.Decision, key, incident string, now time.Time) []UnknownCall {
 	var out []UnknownCall
-	for _, t := range dec.Targets {
-		out = append(out, UnknownCall{Instance: t, Action: dec.Action, RequestID: requestIDOf(dec.Action, t, incident), At: now})
+	switch dec.Action {
+	case vmpolicy.ActionStart, vmpolicy.ActionRecreate:
+		for _, t := range dec.Targets {
+			out = append(out, UnknownCall{Instance: t, Action: dec.Action, RequestID: requestIDOf(dec.Action, t, incident), At: now})
+		}
+	case vmpolicy.ActionRecreateInstances:
+		id := recreateInstancesID(key, incident)
+		for _, t := range dec.Targets {
+			out = append(out, UnknownCall{Instance: t, Action: dec.Action, RequestID: id, At: now})
+		}
 	}
 	return out
+}
+
+// recreateInstancesID is the requestId of a slice's recreateInstances in
+// an incident.
+func recreateInstancesID(key, incident string) string {
+	return RequestID(key + "|recreateInstances|" + incident)
 }
 
 // requestIDOf is the requestId of the start or insert of target in an

@@ -77,6 +77,13 @@ const (
 // inProgress are the statuses of an instance on its way somewhere: defer.
 var inProgress = []string{"PROVISIONING", "STAGING", "PENDING", "REPAIRING", StatusStopping, StatusPendingStop, StatusSuspending, "DEPROVISIONING"}
 
+// comingUp is the part of inProgress on the way to RUNNING (being made,
+// started or repaired): no person's stop leaves an instance there, so a
+// MIG's instance stuck in one past the stuck grace needs no system event
+// to be recreated (a stop with no entry ends TERMINATED, and a stopping
+// one is on its way there).
+var comingUp = []string{"PROVISIONING", "STAGING", "PENDING", "REPAIRING"}
+
 // Instance is what was observed of one instance.
 type Instance struct {
 	Name    string // projects/P/zones/Z/instances/I
@@ -420,6 +427,9 @@ func decideBroken(in Input, cfg Config, broken []Instance, since, stuck time.Tim
 			return Decision{Action: ActionRecord, Reason: fmt.Sprintf("recreateInstances already sent to %s for this incident at %s", mig, in.Incident.At.Format(time.RFC3339))}
 		}
 		for _, i := range broken {
+			if i.Found && slices.Contains(comingUp, i.Status) {
+				continue
+			}
 			if why := unexplained(i, in.Evidence, cfg.EventSlack); why != "" {
 				return Decision{Action: ActionRecord, Reason: fmt.Sprintf("not RUNNING %v after the stuck grace, but %s: not recreated (a stop we have no entry of is never undone)", in.Now.Sub(since), why)}
 			}
