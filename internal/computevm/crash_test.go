@@ -59,16 +59,7 @@ func TestCrashAfterTheIncidentIsSavedStillStartsTheVM(t *testing.T) {
 	if got := e.calls("instances.start"); got != 0 {
 		t.Fatalf("%d starts before the crash, want none (it died first)", got)
 	}
-	// A new process (nothing in memory) over the same store and ledger.
-	old := e.rec
-	e.rec = &computevm.Recovery{Compute: old.Compute, Store: store, Ledger: old.Ledger, Recorder: old.Recorder,
-		Config: old.Config, Policy: old.Policy, Holder: old.Holder, Now: old.Now, Sealer: old.Sealer}
-	for range 24 { // two hours of sweeps
-		e.clock.add(5 * time.Minute)
-		if _, err := e.rec.Sweep(context.Background(), []string{project}, []string{zone}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	restartAndSweep(t, e, store)
 	if got := e.calls("instances.start"); got != 1 {
 		t.Errorf("%d starts after the crash, want 1", got)
 	}
@@ -105,19 +96,26 @@ func TestCrashAfterTheIncidentIsSavedStillRecreatesTheMIGsVM(t *testing.T) {
 	if got := e.calls("instanceGroupManagers.recreateInstances"); got != 0 {
 		t.Fatalf("%d recreateInstances before the crash, want none (it died first)", got)
 	}
-	old := e.rec
-	e.rec = &computevm.Recovery{Compute: old.Compute, Store: store, Ledger: old.Ledger, Recorder: old.Recorder,
-		Config: old.Config, Policy: old.Policy, Holder: old.Holder, Now: old.Now, Sealer: old.Sealer}
-	for range 24 { // two hours of sweeps
-		e.clock.add(5 * time.Minute)
-		if _, err := e.rec.Sweep(context.Background(), []string{project}, []string{zone}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	restartAndSweep(t, e, store)
 	if got := e.calls("instanceGroupManagers.recreateInstances"); got != 1 {
 		t.Errorf("%d recreateInstances after the crash, want 1", got)
 	}
 	if in, _ := e.fake.Instance(vm); in.Status != vmpolicy.StatusRunning {
 		t.Errorf("%s is %s two hours after the crash, want RUNNING", vm, in.Status)
+	}
+}
+
+// restartAndSweep is a new process (nothing in memory) over the same store
+// and ledger, sweeping every 5 minutes for two hours.
+func restartAndSweep(t *testing.T, e *env, store computevm.Store) {
+	t.Helper()
+	old := e.rec
+	e.rec = &computevm.Recovery{Compute: old.Compute, Store: store, Ledger: old.Ledger, Recorder: old.Recorder,
+		Config: old.Config, Policy: old.Policy, Holder: old.Holder, Now: old.Now, Sealer: old.Sealer}
+	for range 24 {
+		e.clock.add(5 * time.Minute)
+		if _, err := e.rec.Sweep(context.Background(), []string{project}, []string{zone}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
